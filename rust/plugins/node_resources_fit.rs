@@ -1,0 +1,458 @@
+//! NodeResourcesFit: Filter on free resources, Score by a scoring strategy.
+//!
+//! Filter (upstream `fitsRequest`): the pod count first ("Too many pods"), then, unless
+//! the pod requests nothing, cpu, memory, ephemeral-storage and every scalar resource the
+//! pod requests, each failing resource adding its own reason ("Insufficient cpu").
+//! Extended resources listed in `ignoredResources`, or whose domain prefix is in
+//! `ignoredResourceGroups`, are not checked.
+//!
+//! Score (upstream `resourceAllocationScorer`): per configured resource, allocatable and
+//! requested-after-placement, where cpu and memory use the *non-zero* requests (100m/200Mi
+//! for containers without requests); a scalar resource the pod does not request, or that
+//! the node does not have, is left out. The strategy then combines them:
+//! LeastAllocated `(cap - req) * 100 / cap`, MostAllocated `min(req, cap) * 100 / cap`,
+//! RequestedToCapacityRatio a broken-linear function of utilization; each as a weighted
+//! average over the resources that were not left out.
+
+use ahash::AHashSet;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::args::{self, err, get};
+use crate::pod::CompiledPod;
+use crate::snapshot::resources::{is_extended_resource_name, CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
+use crate::snapshot::Snapshot;
+
+pub const NAME: &str = "NodeResourcesFit";
+pub const REASON_TOO_MANY_PODS: &str = "Too many pods";
+pub const MAX_NODE_SCORE: i64 = 100;
+const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+const MAX_UTILIZATION: i64 = 100;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    LeastAllocated,
+    MostAllocated,
+    /// Shape points `(utilization 0..=100, score 0..=100)` with scores already scaled
+    /// from the config's 0..=10 range.
+    RequestedToCapacityRatio(Vec<(i64, i64)>),
+}
+
+#[derive(Clone, Debug)]
+pub struct FitArgs {
+    pub ignored_resources: AHashSet<String>,
+    pub ignored_resource_groups: AHashSet<String>,
+    pub strategy: Strategy,
+    pub resources: Vec<(String, i64)>,
+}
+
+impl Default for FitArgs {
+    fn default() -> Self {
+        FitArgs {
+            ignored_resources: AHashSet::new(),
+            ignored_resource_groups: AHashSet::new(),
+            strategy: Strategy::LeastAllocated,
+            resources: vec![("cpu".into(), 1), ("memory".into(), 1)],
+        }
+    }
+}
+
+impl FitArgs {
+    /// Read `NodeResourcesFitArgs` in upstream's JSON shape.
+    pub fn from_py(d: &Bound<'_, PyDict>) -> PyResult<FitArgs> {
+        let path = "NodeResourcesFitArgs";
+        let mut a = FitArgs {
+            ignored_resources: args::str_list(d, "ignoredResources", path)?
+                .into_iter()
+                .collect(),
+            ignored_resource_groups: args::str_list(d, "ignoredResourceGroups", path)?
+                .into_iter()
+                .collect(),
+            ..FitArgs::default()
+        };
+        if let Some(s) = get(d, "scoringStrategy")? {
+            let spath = format!("{path}.scoringStrategy");
+            let s = args::as_dict(&s, &spath)?;
+            let (resources, strategy) = read_strategy(&s, &spath)?;
+            a.resources = resources;
+            a.strategy = strategy;
+        }
+        Ok(a)
+    }
+}
+
+/// Read a `ScoringStrategy`-shaped dict: `resources` and, for NodeResourcesFit, `type`.
+pub fn read_resources(s: &Bound<'_, PyDict>, spath: &str) -> PyResult<Vec<(String, i64)>> {
+    let mut resources = Vec::new();
+    if let Some(list) = get(s, "resources")? {
+        let list = args::as_list(&list, &format!("{spath}.resources"))?;
+        for (i, item) in list.iter().enumerate() {
+            let ipath = format!("{spath}.resources[{i}]");
+            let item = args::as_dict(&item, &ipath)?;
+            let name = match get(&item, "name")? {
+                Some(n) => args::as_str(&n, &format!("{ipath}.name"))?,
+                None => return Err(err(&format!("{ipath}.name"), "is required")),
+            };
+            let weight = match get(&item, "weight")? {
+                Some(w) => args::as_i64(&w, &format!("{ipath}.weight"))?,
+                None => 1,
+            };
+            resources.push((name, weight));
+        }
+    } else {
+        resources = vec![("cpu".into(), 1), ("memory".into(), 1)];
+    }
+    Ok(resources)
+}
+
+fn read_strategy(s: &Bound<'_, PyDict>, spath: &str) -> PyResult<(Vec<(String, i64)>, Strategy)> {
+    let resources = read_resources(s, spath)?;
+    let kind = match get(s, "type")? {
+        Some(t) => args::as_str(&t, &format!("{spath}.type"))?,
+        None => "LeastAllocated".to_string(),
+    };
+    let strategy = match kind.as_str() {
+        "LeastAllocated" => Strategy::LeastAllocated,
+        "MostAllocated" => Strategy::MostAllocated,
+        "RequestedToCapacityRatio" => {
+            let rpath = format!("{spath}.requestedToCapacityRatio");
+            let r = get(s, "requestedToCapacityRatio")?
+                .ok_or_else(|| err(&rpath, "is required for RequestedToCapacityRatio"))?;
+            let r = args::as_dict(&r, &rpath)?;
+            let shape =
+                get(&r, "shape")?.ok_or_else(|| err(&format!("{rpath}.shape"), "is required"))?;
+            let shape = args::as_list(&shape, &format!("{rpath}.shape"))?;
+            let mut points = Vec::new();
+            for (i, p) in shape.iter().enumerate() {
+                let ppath = format!("{rpath}.shape[{i}]");
+                let p = args::as_dict(&p, &ppath)?;
+                let u = get(&p, "utilization")?
+                    .map_or(Ok(0), |v| args::as_i64(&v, &format!("{ppath}.utilization")))?;
+                let sc = get(&p, "score")?
+                    .map_or(Ok(0), |v| args::as_i64(&v, &format!("{ppath}.score")))?;
+                points.push((u, sc * (MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE)));
+            }
+            if points.is_empty() {
+                return Err(err(
+                    &format!("{rpath}.shape"),
+                    "must have at least one point",
+                ));
+            }
+            Strategy::RequestedToCapacityRatio(points)
+        }
+        other => {
+            return Err(err(
+                &format!("{spath}.type"),
+                format!("unsupported scoring strategy {other:?}"),
+            ))
+        }
+    };
+    Ok((resources, strategy))
+}
+
+/// How a configured scoring resource is read from a node.
+#[derive(Clone, Copy, Debug)]
+pub enum ScoreSource {
+    /// Non-zero (or, with `use_requested`, plain) requested cpu.
+    Cpu,
+    Memory,
+    /// A plain column: ephemeral storage or a scalar resource.
+    Column(usize),
+    /// Left out of the score on every node.
+    Skip,
+}
+
+/// Per-pod state for the Filter, computed once per attempt.
+#[derive(Clone, Debug, Default)]
+pub struct FilterState {
+    /// `(column, amount)` of the checked requests, in upstream's check order.
+    pub checks: Vec<(usize, i64)>,
+    pub requests_nothing: bool,
+}
+
+pub fn prefilter(snap: &mut Snapshot, pod: &CompiledPod, args: &FitArgs) -> FilterState {
+    let mut fixed: Vec<(usize, i64)> = Vec::new();
+    let mut scalars: Vec<(String, usize, i64)> = Vec::new();
+    for (name, amount) in &pod.requests {
+        if *amount == 0 {
+            continue;
+        }
+        let col = snap.resource_column(name);
+        match col {
+            CPU | MEMORY | EPHEMERAL_STORAGE => fixed.push((col, *amount)),
+            PODS => {}
+            _ => {
+                if is_extended_resource_name(name) {
+                    let group = name.split('/').next().unwrap_or("");
+                    if args.ignored_resources.contains(name)
+                        || args.ignored_resource_groups.contains(group)
+                    {
+                        continue;
+                    }
+                }
+                scalars.push((name.clone(), col, *amount));
+            }
+        }
+    }
+    let requests_nothing = fixed.is_empty() && scalars.is_empty();
+    fixed.sort_by_key(|&(c, _)| c);
+    scalars.sort();
+    fixed.extend(scalars.into_iter().map(|(_, c, a)| (c, a)));
+    FilterState {
+        checks: fixed,
+        requests_nothing,
+    }
+}
+
+/// Filter: `None` when the node fits, else a bitmask: bit 0 "Too many pods", bit `1 + j`
+/// the `j`-th entry of `state.checks`.
+#[inline]
+pub fn filter(snap: &Snapshot, st: &FilterState, slot: u32) -> Option<u64> {
+    let i = slot as usize;
+    let mut mask = 0u64;
+    if snap.requested[PODS][i] + 1 > snap.allocatable[PODS][i] {
+        mask |= 1;
+    }
+    if !st.requests_nothing {
+        for (j, &(col, amount)) in st.checks.iter().enumerate() {
+            if amount > snap.allocatable[col][i] - snap.requested[col][i] {
+                mask |= 1u64 << (j + 1).min(63);
+            }
+        }
+    }
+    if mask == 0 {
+        None
+    } else {
+        Some(mask)
+    }
+}
+
+/// The reasons a Filter bitmask stands for, in upstream's order.
+pub fn reasons(snap: &Snapshot, st: &FilterState, mask: u64) -> Vec<String> {
+    let mut out = Vec::new();
+    if mask & 1 != 0 {
+        out.push(REASON_TOO_MANY_PODS.to_string());
+    }
+    for (j, &(col, _)) in st.checks.iter().enumerate() {
+        if mask & (1u64 << (j + 1).min(63)) != 0 {
+            out.push(format!("Insufficient {}", snap.resources.name(col)));
+        }
+    }
+    out
+}
+
+/// Whether `name` is a scalar resource (extended, hugepages, prefixed native or
+/// attachable volumes), as `schedutil.IsScalarResourceName`.
+pub fn is_scalar_resource_name(name: &str) -> bool {
+    is_extended_resource_name(name)
+        || name.starts_with("hugepages-")
+        || name.contains("kubernetes.io/")
+        || name.starts_with("attachable-volumes-")
+}
+
+/// Per-pod state for a resource-allocation scorer (NodeResourcesFit or
+/// NodeResourcesBalancedAllocation).
+#[derive(Clone, Debug, Default)]
+pub struct ScoreState {
+    /// `(source, pod request, weight)` per configured resource.
+    pub resources: Vec<(ScoreSource, i64, i64)>,
+    pub use_requested: bool,
+}
+
+pub fn prescore(
+    snap: &mut Snapshot,
+    pod: &CompiledPod,
+    resources: &[(String, i64)],
+    use_requested: bool,
+) -> ScoreState {
+    let mut out = Vec::with_capacity(resources.len());
+    for (name, weight) in resources {
+        let (source, request) = match name.as_str() {
+            "cpu" => (
+                ScoreSource::Cpu,
+                if use_requested {
+                    pod.request("cpu")
+                } else {
+                    pod.non_zero_cpu
+                },
+            ),
+            "memory" => (
+                ScoreSource::Memory,
+                if use_requested {
+                    pod.request("memory")
+                } else {
+                    pod.non_zero_memory
+                },
+            ),
+            "ephemeral-storage" => (
+                ScoreSource::Column(EPHEMERAL_STORAGE),
+                pod.request("ephemeral-storage"),
+            ),
+            other => {
+                let request = pod.request(other);
+                if request == 0 && is_scalar_resource_name(other) {
+                    (ScoreSource::Skip, 0)
+                } else if is_scalar_resource_name(other) {
+                    (ScoreSource::Column(snap.resource_column(other)), request)
+                } else {
+                    (ScoreSource::Skip, 0)
+                }
+            }
+        };
+        out.push((source, request, *weight));
+    }
+    ScoreState {
+        resources: out,
+        use_requested,
+    }
+}
+
+/// `(allocatable, requested after placing the pod)` of each configured resource on
+/// `slot`; allocatable 0 means "left out".
+#[inline]
+pub fn alloc_and_request(
+    snap: &Snapshot,
+    st: &ScoreState,
+    slot: u32,
+    out: &mut Vec<(i64, i64, i64)>,
+) {
+    let i = slot as usize;
+    out.clear();
+    for &(source, request, weight) in &st.resources {
+        let (alloc, req) = match source {
+            ScoreSource::Cpu => (
+                snap.allocatable[CPU][i],
+                if st.use_requested {
+                    snap.requested[CPU][i]
+                } else {
+                    snap.non_zero_cpu[i]
+                } + request,
+            ),
+            ScoreSource::Memory => (
+                snap.allocatable[MEMORY][i],
+                if st.use_requested {
+                    snap.requested[MEMORY][i]
+                } else {
+                    snap.non_zero_memory[i]
+                } + request,
+            ),
+            ScoreSource::Column(c) => (snap.allocatable[c][i], snap.requested[c][i] + request),
+            ScoreSource::Skip => (0, 0),
+        };
+        if alloc == 0 {
+            out.push((0, 0, weight));
+        } else {
+            out.push((alloc, req, weight));
+        }
+    }
+}
+
+fn least_requested(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 || requested > capacity {
+        return 0;
+    }
+    (capacity - requested) * MAX_NODE_SCORE / capacity
+}
+
+fn most_requested(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 {
+        return 0;
+    }
+    requested.min(capacity) * MAX_NODE_SCORE / capacity
+}
+
+fn broken_linear(shape: &[(i64, i64)], p: i64) -> i64 {
+    for (i, &(u, s)) in shape.iter().enumerate() {
+        if p <= u {
+            if i == 0 {
+                return s;
+            }
+            let (u0, s0) = shape[i - 1];
+            return s0 + (s - s0) * (p - u0) / (u - u0);
+        }
+    }
+    shape[shape.len() - 1].1
+}
+
+/// Score of one node under `strategy`, from `(allocatable, requested, weight)` triples.
+pub fn strategy_score(strategy: &Strategy, res: &[(i64, i64, i64)]) -> i64 {
+    let mut node_score = 0i64;
+    let mut weight_sum = 0i64;
+    match strategy {
+        Strategy::LeastAllocated | Strategy::MostAllocated => {
+            for &(alloc, req, weight) in res {
+                if alloc == 0 {
+                    continue;
+                }
+                let s = if *strategy == Strategy::LeastAllocated {
+                    least_requested(req, alloc)
+                } else {
+                    most_requested(req, alloc)
+                };
+                node_score += s * weight;
+                weight_sum += weight;
+            }
+            if weight_sum == 0 {
+                0
+            } else {
+                node_score / weight_sum
+            }
+        }
+        Strategy::RequestedToCapacityRatio(shape) => {
+            for &(alloc, req, weight) in res {
+                if alloc == 0 {
+                    continue;
+                }
+                let s = if req > alloc {
+                    broken_linear(shape, MAX_UTILIZATION)
+                } else {
+                    broken_linear(shape, req * MAX_UTILIZATION / alloc)
+                };
+                if s > 0 {
+                    node_score += s * weight;
+                    weight_sum += weight;
+                }
+            }
+            if weight_sum == 0 {
+                0
+            } else {
+                (node_score as f64 / weight_sum as f64).round() as i64
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn least_allocated_weighted_average() {
+        // cpu 4000m with 1000m requested → 75; memory half used → 50; average 62.
+        let res = [(4000, 1000, 1), (8 << 30, 4 << 30, 1)];
+        assert_eq!(strategy_score(&Strategy::LeastAllocated, &res), 62);
+    }
+
+    #[test]
+    fn most_allocated_clamps_overcommit() {
+        let res = [(1000, 3000, 1)];
+        assert_eq!(strategy_score(&Strategy::MostAllocated, &res), 100);
+    }
+
+    #[test]
+    fn resources_left_out_do_not_count() {
+        let res = [(4000, 2000, 1), (0, 0, 5)];
+        assert_eq!(strategy_score(&Strategy::LeastAllocated, &res), 50);
+        assert_eq!(strategy_score(&Strategy::LeastAllocated, &[]), 0);
+    }
+
+    #[test]
+    fn requested_to_capacity_ratio_interpolates() {
+        let shape = vec![(0, 0), (100, 100)];
+        let res = [(1000, 250, 1)];
+        assert_eq!(
+            strategy_score(&Strategy::RequestedToCapacityRatio(shape), &res),
+            25
+        );
+    }
+}

@@ -1,0 +1,139 @@
+//! A scheduling profile as the kernels see it: which Filter and Score plugins run, in
+//! which order, with which weights and args, and the effective percentageOfNodesToScore.
+//!
+//! Built once per profile by the Python framework from the effective
+//! KubeSchedulerConfiguration; only plugins with Rust kernels appear here (the framework
+//! runs Python plugins around the Rust call).
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::args;
+use crate::plugins::node_resources_fit::FitArgs;
+use crate::plugins::Plugin;
+
+#[pyclass(frozen, module = "ksched._core")]
+#[derive(Clone, Debug)]
+pub struct Profile {
+    pub filters: Vec<Plugin>,
+    pub scores: Vec<(Plugin, i64)>,
+    pub fit: FitArgs,
+    /// 0 = adaptive.
+    pub percentage_of_nodes_to_score: u32,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Profile {
+            filters: vec![
+                Plugin::NodeUnschedulable,
+                Plugin::NodeName,
+                Plugin::NodeResourcesFit,
+            ],
+            scores: vec![(Plugin::NodeResourcesFit, 1)],
+            fit: FitArgs::default(),
+            percentage_of_nodes_to_score: 0,
+        }
+    }
+}
+
+impl Profile {
+    pub fn has_score(&self, plugin: Plugin) -> bool {
+        self.scores.iter().any(|&(p, _)| p == plugin)
+    }
+}
+
+#[pymethods]
+impl Profile {
+    #[new]
+    #[pyo3(signature = (filters, scores, plugin_args = None, percentage_of_nodes_to_score = 0))]
+    fn py_new(
+        filters: Vec<String>,
+        scores: Vec<(String, i64)>,
+        plugin_args: Option<&Bound<'_, PyDict>>,
+        percentage_of_nodes_to_score: i64,
+    ) -> PyResult<Self> {
+        if !(0..=100).contains(&percentage_of_nodes_to_score) {
+            return Err(PyValueError::new_err(format!(
+                "percentageOfNodesToScore: Invalid value: {percentage_of_nodes_to_score}: not in valid range [0-100]"
+            )));
+        }
+        let mut p = Profile {
+            filters: Vec::new(),
+            scores: Vec::new(),
+            fit: FitArgs::default(),
+            percentage_of_nodes_to_score: percentage_of_nodes_to_score as u32,
+        };
+        for name in filters {
+            match Plugin::parse(&name) {
+                Some(pl) if pl.has_filter() => p.filters.push(pl),
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "filter plugin {name:?} has no Rust kernel (known: {})",
+                        known(Plugin::has_filter)
+                    )))
+                }
+            }
+        }
+        for (name, weight) in scores {
+            match Plugin::parse(&name) {
+                Some(pl) if pl.has_score() => p.scores.push((pl, weight)),
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "score plugin {name:?} has no Rust kernel (known: {})",
+                        known(Plugin::has_score)
+                    )))
+                }
+            }
+        }
+        if let Some(all) = plugin_args {
+            if let Some(fit) = args::get(all, "NodeResourcesFit")? {
+                p.fit = FitArgs::from_py(&args::as_dict(&fit, "NodeResourcesFitArgs")?)?;
+            }
+        }
+        Ok(p)
+    }
+
+    #[getter]
+    fn filters(&self) -> Vec<&'static str> {
+        self.filters.iter().map(|p| p.name()).collect()
+    }
+
+    #[getter]
+    fn scores(&self) -> Vec<(&'static str, i64)> {
+        self.scores.iter().map(|&(p, w)| (p.name(), w)).collect()
+    }
+
+    #[getter]
+    fn percentage_of_nodes_to_score(&self) -> u32 {
+        self.percentage_of_nodes_to_score
+    }
+}
+
+fn known(pred: fn(Plugin) -> bool) -> String {
+    Plugin::ALL
+        .into_iter()
+        .filter(|&p| pred(p))
+        .map(|p| p.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Names of the plugins with Rust Filter kernels.
+pub fn filter_plugin_names() -> Vec<&'static str> {
+    Plugin::ALL
+        .into_iter()
+        .filter(|p| p.has_filter())
+        .map(|p| p.name())
+        .collect()
+}
+
+/// Names of the plugins with Rust Score kernels.
+pub fn score_plugin_names() -> Vec<&'static str> {
+    Plugin::ALL
+        .into_iter()
+        .filter(|p| p.has_score())
+        .map(|p| p.name())
+        .collect()
+}

@@ -1,0 +1,390 @@
+//! The node snapshot: struct-of-arrays over node slots.
+//!
+//! A node occupies a slot; every per-node attribute is a column indexed by slot, so a
+//! kernel that looks at one attribute over all nodes walks one contiguous array. A
+//! deleted node frees its slot for reuse. Updates are incremental and touch only the
+//! changed node: `upsert_node`, `remove_node`, `add_pod`, `remove_pod` (assume and forget
+//! are `add_pod`/`remove_pod` of a pod the scheduler placed itself).
+//!
+//! As in kube-scheduler's cache, a pod may arrive before its node (informers are not
+//! ordered): the slot then exists without a node object (`has_node == false`) and only
+//! accounts the pod; it becomes a candidate when the node arrives. A removed node whose
+//! pods are still known stays as such a ghost until its last pod leaves.
+
+pub mod intern;
+pub mod py;
+pub mod resources;
+pub mod tree;
+
+use ahash::AHashMap;
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+
+use crate::plugins::taint::{Effect, Taint};
+use crate::pod::CompiledPod;
+use intern::Interner;
+use resources::{ResourceTable, PODS};
+use tree::NodeTree;
+
+/// A pod accounted on a node, with its requests resolved to resource columns.
+#[derive(Debug, Clone)]
+pub struct PodRecord {
+    pub slot: u32,
+    pub requests: Vec<(usize, i64)>,
+    pub non_zero_cpu: i64,
+    pub non_zero_memory: i64,
+    /// Placed by this scheduler and not yet confirmed by the API server.
+    pub assumed: bool,
+}
+
+/// Node fields as the API describes them, in canonical units.
+#[derive(Debug, Clone, Default)]
+pub struct NodeSpec {
+    pub name: String,
+    pub allocatable: Vec<(String, i64)>,
+    pub labels: Vec<(String, String)>,
+    pub taints: Vec<(String, String, Effect)>,
+    pub unschedulable: bool,
+}
+
+#[pyo3::pyclass(module = "ksched._core")]
+#[derive(Debug)]
+pub struct Snapshot {
+    pub names: Vec<String>,
+    /// The slot holds a node object (is a scheduling candidate).
+    pub has_node: Vec<bool>,
+    /// The slot is allocated (a node, or a ghost that still accounts pods).
+    pub in_use: Vec<bool>,
+    free: Vec<u32>,
+    by_name: AHashMap<String, u32>,
+
+    pub resources: ResourceTable,
+    /// `allocatable[r][slot]`, `requested[r][slot]`; `requested[PODS]` counts pods.
+    pub allocatable: Vec<Vec<i64>>,
+    pub requested: Vec<Vec<i64>>,
+    pub non_zero_cpu: Vec<i64>,
+    pub non_zero_memory: Vec<i64>,
+
+    pub unschedulable: Vec<bool>,
+    pub taints: Vec<Vec<Taint>>,
+
+    pub interner: Interner,
+    /// Label key id → label column; `label_cols[col][slot]` is the value id (0 = absent).
+    pub label_index: AHashMap<u32, usize>,
+    pub label_cols: Vec<Vec<u32>>,
+    pub node_labels: Vec<Vec<(u32, u32)>>,
+
+    pub pods: AHashMap<String, PodRecord>,
+    pub pods_on_node: Vec<u32>,
+
+    tree: NodeTree,
+    pub(crate) order: Vec<u32>,
+    order_dirty: bool,
+    /// Where the next scheduling attempt starts in `order` (upstream's nextStartNodeIndex).
+    pub next_start: usize,
+    pub rng: SmallRng,
+    /// Bumped on every change; lets callers detect a changed snapshot.
+    pub generation: u64,
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Self::new(None)
+    }
+}
+
+impl Snapshot {
+    pub fn new(seed: Option<u64>) -> Self {
+        let resources = ResourceTable::new();
+        let ncols = resources.len();
+        Snapshot {
+            names: Vec::new(),
+            has_node: Vec::new(),
+            in_use: Vec::new(),
+            free: Vec::new(),
+            by_name: AHashMap::new(),
+            resources,
+            allocatable: vec![Vec::new(); ncols],
+            requested: vec![Vec::new(); ncols],
+            non_zero_cpu: Vec::new(),
+            non_zero_memory: Vec::new(),
+            unschedulable: Vec::new(),
+            taints: Vec::new(),
+            interner: Interner::new(),
+            label_index: AHashMap::new(),
+            label_cols: Vec::new(),
+            node_labels: Vec::new(),
+            pods: AHashMap::new(),
+            pods_on_node: Vec::new(),
+            tree: NodeTree::default(),
+            order: Vec::new(),
+            order_dirty: false,
+            next_start: 0,
+            rng: match seed {
+                Some(s) => SmallRng::seed_from_u64(s),
+                None => SmallRng::seed_from_u64(
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_nanos() as u64),
+                ),
+            },
+            generation: 0,
+        }
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Number of nodes (slots with a node object).
+    pub fn num_nodes(&self) -> usize {
+        self.tree.len()
+    }
+
+    pub fn slot_of(&self, name: &str) -> Option<u32> {
+        self.by_name.get(name).copied()
+    }
+
+    /// Rebuild the zone-interleaved candidate order if nodes were added or removed.
+    pub fn ensure_order(&mut self) {
+        if self.order_dirty {
+            self.order = self.tree.list();
+            self.order_dirty = false;
+        }
+    }
+
+    /// The candidate nodes in zone-interleaved order.
+    pub fn order(&mut self) -> &[u32] {
+        self.ensure_order();
+        &self.order
+    }
+
+    /// The column of resource `name`, adding a zero column when new.
+    pub fn resource_column(&mut self, name: &str) -> usize {
+        let (col, created) = self.resources.column_for(name);
+        if created {
+            let cap = self.capacity();
+            self.allocatable.push(vec![0; cap]);
+            self.requested.push(vec![0; cap]);
+        }
+        col
+    }
+
+    fn label_column(&mut self, key: u32) -> usize {
+        if let Some(&c) = self.label_index.get(&key) {
+            return c;
+        }
+        let c = self.label_cols.len();
+        self.label_cols.push(vec![0; self.capacity()]);
+        self.label_index.insert(key, c);
+        c
+    }
+
+    /// The value id of label `key` on `slot`, 0 when absent.
+    pub fn label(&self, slot: u32, key: u32) -> u32 {
+        match self.label_index.get(&key) {
+            Some(&c) => self.label_cols[c][slot as usize],
+            None => 0,
+        }
+    }
+
+    fn alloc_slot(&mut self, name: &str) -> u32 {
+        if let Some(&s) = self.by_name.get(name) {
+            return s;
+        }
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                let s = self.names.len() as u32;
+                self.names.push(String::new());
+                self.has_node.push(false);
+                self.in_use.push(false);
+                for col in self.allocatable.iter_mut().chain(self.requested.iter_mut()) {
+                    col.push(0);
+                }
+                self.non_zero_cpu.push(0);
+                self.non_zero_memory.push(0);
+                self.unschedulable.push(false);
+                self.taints.push(Vec::new());
+                for col in self.label_cols.iter_mut() {
+                    col.push(0);
+                }
+                self.node_labels.push(Vec::new());
+                self.pods_on_node.push(0);
+                s
+            }
+        };
+        let i = slot as usize;
+        self.names[i] = name.to_owned();
+        self.in_use[i] = true;
+        self.by_name.insert(name.to_owned(), slot);
+        slot
+    }
+
+    fn release_slot(&mut self, slot: u32) {
+        let i = slot as usize;
+        self.by_name.remove(&self.names[i]);
+        self.names[i].clear();
+        self.in_use[i] = false;
+        self.has_node[i] = false;
+        for col in self.allocatable.iter_mut().chain(self.requested.iter_mut()) {
+            col[i] = 0;
+        }
+        self.non_zero_cpu[i] = 0;
+        self.non_zero_memory[i] = 0;
+        self.clear_node_fields(slot);
+        self.pods_on_node[i] = 0;
+        self.free.push(slot);
+    }
+
+    fn clear_node_fields(&mut self, slot: u32) {
+        let i = slot as usize;
+        for col in self.allocatable.iter_mut() {
+            col[i] = 0;
+        }
+        self.unschedulable[i] = false;
+        self.taints[i].clear();
+        let old = std::mem::take(&mut self.node_labels[i]);
+        for (k, _) in old {
+            if let Some(&c) = self.label_index.get(&k) {
+                self.label_cols[c][i] = 0;
+            }
+        }
+    }
+
+    /// Add or replace a node. O(labels + taints + resources of this node).
+    pub fn upsert_node(&mut self, spec: &NodeSpec) -> u32 {
+        let slot = self.alloc_slot(&spec.name);
+        let i = slot as usize;
+        self.clear_node_fields(slot);
+        for (rname, amount) in &spec.allocatable {
+            let col = self.resource_column(rname);
+            self.allocatable[col][i] = *amount;
+        }
+        self.unschedulable[i] = spec.unschedulable;
+        for (k, v, effect) in &spec.taints {
+            let t = Taint {
+                key: self.interner.intern(k),
+                value: self.interner.intern(v),
+                effect: *effect,
+            };
+            self.taints[i].push(t);
+        }
+        let mut labels = Vec::with_capacity(spec.labels.len());
+        for (k, v) in &spec.labels {
+            let kid = self.interner.intern(k);
+            let vid = self.interner.intern(v);
+            let col = self.label_column(kid);
+            self.label_cols[col][i] = vid;
+            labels.push((kid, vid));
+        }
+        self.node_labels[i] = labels;
+        let zone = tree::zone_key(|k| {
+            spec.labels
+                .iter()
+                .find(|(lk, _)| lk == k)
+                .map(|(_, v)| v.as_str())
+        });
+        self.has_node[i] = true;
+        if self.tree.add(slot, zone) {
+            self.order_dirty = true;
+        }
+        self.generation += 1;
+        slot
+    }
+
+    /// Remove a node. Its slot is freed unless pods are still accounted on it.
+    pub fn remove_node(&mut self, name: &str) -> bool {
+        let Some(slot) = self.slot_of(name) else {
+            return false;
+        };
+        let i = slot as usize;
+        if !self.has_node[i] {
+            return false;
+        }
+        self.tree.remove(slot);
+        self.order_dirty = true;
+        self.has_node[i] = false;
+        self.clear_node_fields(slot);
+        if self.pods_on_node[i] == 0 {
+            self.release_slot(slot);
+        }
+        self.generation += 1;
+        true
+    }
+
+    /// Account `pod` on node `node_name`. A pod already known is moved (its old
+    /// accounting is removed first), so repeated adds are idempotent.
+    pub fn add_pod(&mut self, pod: &CompiledPod, node_name: &str, assumed: bool) {
+        if self.pods.contains_key(&pod.uid) {
+            self.remove_pod(&pod.uid);
+        }
+        let slot = self.alloc_slot(node_name);
+        let i = slot as usize;
+        let mut requests = Vec::with_capacity(pod.requests.len());
+        for (rname, amount) in &pod.requests {
+            let col = self.resource_column(rname);
+            self.requested[col][i] += amount;
+            requests.push((col, *amount));
+        }
+        self.requested[PODS][i] += 1;
+        self.non_zero_cpu[i] += pod.non_zero_cpu;
+        self.non_zero_memory[i] += pod.non_zero_memory;
+        self.pods_on_node[i] += 1;
+        self.pods.insert(
+            pod.uid.clone(),
+            PodRecord {
+                slot,
+                requests,
+                non_zero_cpu: pod.non_zero_cpu,
+                non_zero_memory: pod.non_zero_memory,
+                assumed,
+            },
+        );
+        self.generation += 1;
+    }
+
+    /// Remove a pod's accounting. Returns false when the pod was not known.
+    pub fn remove_pod(&mut self, uid: &str) -> bool {
+        let Some(rec) = self.pods.remove(uid) else {
+            return false;
+        };
+        let i = rec.slot as usize;
+        for (col, amount) in &rec.requests {
+            self.requested[*col][i] -= amount;
+        }
+        self.requested[PODS][i] -= 1;
+        self.non_zero_cpu[i] -= rec.non_zero_cpu;
+        self.non_zero_memory[i] -= rec.non_zero_memory;
+        self.pods_on_node[i] -= 1;
+        if self.pods_on_node[i] == 0 && !self.has_node[i] {
+            self.release_slot(rec.slot);
+        }
+        self.generation += 1;
+        true
+    }
+
+    /// Mark an assumed pod as confirmed by the API server (bound). Returns whether the
+    /// pod was known on `node_name`.
+    pub fn confirm_pod(&mut self, uid: &str, node_name: &str) -> bool {
+        let slot = self.slot_of(node_name);
+        match self.pods.get_mut(uid) {
+            Some(rec) if Some(rec.slot) == slot => {
+                rec.assumed = false;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn is_assumed(&self, uid: &str) -> Option<bool> {
+        self.pods.get(uid).map(|r| r.assumed)
+    }
+
+    /// Requested amount of resource `name` on node `node`, for tests and diagnostics.
+    pub fn requested_of(&self, node: &str, name: &str) -> Option<i64> {
+        let slot = self.slot_of(node)? as usize;
+        let col = self.resources.get(name)?;
+        Some(self.requested[col][slot])
+    }
+}
