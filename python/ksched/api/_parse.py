@@ -23,6 +23,8 @@ from ksched.api.quantity import parse_quantity_nanos
 
 __all__ = [
     "FieldError",
+    "expected",
+    "join_path",
     "json_type",
     "key_path",
     "opt_bool",
@@ -41,12 +43,31 @@ _PLAIN_KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 
 class FieldError(Exception):
-    """A field has the wrong shape; converted to InvalidObjectError by ``from_dict``."""
+    """A field has the wrong shape; converted to InvalidObjectError by ``from_dict``.
+
+    Nested parsers raise it with a path relative to the value they were given; callers
+    re-raise it :meth:`within` their own path, so paths are only built on failure.
+    """
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(field, message)
         self.field = field
         self.message = message
+
+    def within(self, prefix: str) -> FieldError:
+        """The same error with ``prefix`` prepended to the path."""
+        return FieldError(join_path(prefix, self.field), self.message)
+
+
+def join_path(prefix: str, field: str) -> str:
+    """Join a parent path and a relative path (which may start with ``[``)."""
+    if not field:
+        return prefix
+    if not prefix:
+        return field
+    if field[0] == "[":
+        return prefix + field
+    return f"{prefix}.{field}"
 
 
 def json_type(value: object) -> str:
@@ -73,7 +94,8 @@ def key_path(path: str, key: str) -> str:
     return f"{path}[{key}]"
 
 
-def _expected(path: str, what: str, value: object) -> FieldError:
+def expected(path: str, what: str, value: object) -> FieldError:
+    """``FieldError(path, "expected <what>, got <json type>")``."""
     return FieldError(path, f"expected {what}, got {json_type(value)}")
 
 
@@ -83,7 +105,7 @@ def opt_obj(value: object, path: str) -> dict[str, Any] | None:
         return value
     if value is None:
         return None
-    raise _expected(path, "an object", value)
+    raise expected(path, "an object", value)
 
 
 def opt_list(value: object, path: str) -> list[Any] | None:
@@ -92,7 +114,7 @@ def opt_list(value: object, path: str) -> list[Any] | None:
         return value
     if value is None:
         return None
-    raise _expected(path, "an array", value)
+    raise expected(path, "an array", value)
 
 
 def opt_str(value: object, path: str, default: str = "") -> str:
@@ -101,20 +123,20 @@ def opt_str(value: object, path: str, default: str = "") -> str:
         return value
     if value is None:
         return default
-    raise _expected(path, "a string", value)
+    raise expected(path, "a string", value)
 
 
 def opt_str_or_none(value: object, path: str) -> str | None:
     if value is None or type(value) is str:
         return value
-    raise _expected(path, "a string", value)
+    raise expected(path, "a string", value)
 
 
 def opt_int(value: object, path: str) -> int | None:
     """A JSON integer (never a boolean), or None when absent/null."""
     if type(value) is int or value is None:
         return value
-    raise _expected(path, "an integer", value)
+    raise expected(path, "an integer", value)
 
 
 def opt_bool(value: object, path: str) -> bool:
@@ -122,7 +144,7 @@ def opt_bool(value: object, path: str) -> bool:
         return value
     if value is None:
         return False
-    raise _expected(path, "a boolean", value)
+    raise expected(path, "a boolean", value)
 
 
 def str_map(value: object, path: str) -> dict[str, str]:
@@ -130,22 +152,22 @@ def str_map(value: object, path: str) -> dict[str, str]:
     if type(value) is dict:
         for k, v in value.items():
             if type(v) is not str:
-                raise _expected(key_path(path, k), "a string", v)
+                raise expected(key_path(path, k), "a string", v)
         return value
     if value is None:
         return {}
-    raise _expected(path, "an object", value)
+    raise expected(path, "an object", value)
 
 
 def str_list(value: object, path: str) -> list[str]:
     if type(value) is list:
         for i, v in enumerate(value):
             if type(v) is not str:
-                raise _expected(f"{path}[{i}]", "a string", v)
+                raise expected(f"{path}[{i}]", "a string", v)
         return value
     if value is None:
         return []
-    raise _expected(path, "an array", value)
+    raise expected(path, "an array", value)
 
 
 def quantity_error_message(err: QuantityError) -> str:
@@ -160,7 +182,7 @@ def resource_nanos(value: object, path: str) -> dict[str, int] | None:
     if type(value) is not dict:
         if value is None:
             return None
-        raise _expected(path, "an object", value)
+        raise expected(path, "an object", value)
     out: dict[str, int] = {}
     for name, q in value.items():
         if q is None:

@@ -45,12 +45,12 @@ from typing import Any, Final
 
 from ksched.api._parse import (
     FieldError,
+    expected,
     json_type,
     opt_int,
     opt_list,
     opt_obj,
     opt_str,
-    opt_str_or_none,
     quantity_error_message,
     resource_nanos,
     str_map,
@@ -200,89 +200,119 @@ def _parse_containers(
     host_ports: list[tuple[str, str, int]],
     init: bool,
 ) -> list[_Container]:
-    items = opt_list(value, path)
-    if not items:
-        return []
+    if type(value) is not list:
+        if value is None:
+            return []
+        raise expected(path, "an array", value)
     out: list[_Container] = []
-    for i, c in enumerate(items):
-        if type(c) is not dict:
-            raise FieldError(f"{path}[{i}]", f"expected an object, got {json_type(c)}")
-        name = c.get("name", "")
-        if type(name) is not str:
-            raise FieldError(f"{path}[{i}].name", f"expected a string, got {json_type(name)}")
-        image = c.get("image", "")
-        if type(image) is not str:
-            if image is not None:
-                raise FieldError(f"{path}[{i}].image", f"expected a string, got {json_type(image)}")
-            image = ""
-        images.append(image)
-        policy = c.get("restartPolicy")
-        if policy is not None and type(policy) is not str:
-            raise FieldError(
-                f"{path}[{i}].restartPolicy", f"expected a string, got {json_type(policy)}"
-            )
-        restartable = init and policy == "Always"
-        requests: ResourceNanos | None = None
-        res = c.get("resources")
-        if res is not None:
-            if type(res) is not dict:
-                raise FieldError(
-                    f"{path}[{i}].resources", f"expected an object, got {json_type(res)}"
-                )
-            req = res.get("requests")
-            if req is not None:
-                requests = resource_nanos(req, f"{path}[{i}].resources.requests")
-        ports = c.get("ports")
-        if ports is not None and (restartable or not init):
-            _parse_ports(ports, f"{path}[{i}].ports", host_ports)
-        out.append(_Container(name, requests, restartable))
+    for i, c in enumerate(value):
+        try:
+            out.append(_parse_container(c, images, host_ports, init))
+        except FieldError as err:
+            raise err.within(f"{path}[{i}]") from None
     return out
 
 
-def _parse_ports(value: object, path: str, host_ports: list[tuple[str, str, int]]) -> None:
-    items = opt_list(value, path)
-    if not items:
-        return
-    for j, p in enumerate(items):
+def _parse_container(
+    c: object, images: list[str], host_ports: list[tuple[str, str, int]], init: bool
+) -> _Container:
+    """One container; errors carry paths relative to the container."""
+    if type(c) is not dict:
+        raise expected("", "an object", c)
+    name = c.get("name", "")
+    if type(name) is not str:
+        name = opt_str(name, "name")
+    image = c.get("image", "")
+    if type(image) is not str:
+        image = opt_str(image, "image")
+    images.append(image)
+    restartable = False
+    if init:
+        policy = c.get("restartPolicy")
+        if policy is not None and type(policy) is not str:
+            raise expected("restartPolicy", "a string", policy)
+        restartable = policy == "Always"
+    requests: ResourceNanos | None = None
+    res = c.get("resources")
+    if res is not None:
+        if type(res) is not dict:
+            raise expected("resources", "an object", res)
+        req = res.get("requests")
+        if req is not None:
+            requests = resource_nanos(req, "resources.requests")
+    ports = c.get("ports")
+    # Host ports of app and restartable init containers (upstream GetHostPorts).
+    if ports is not None and (restartable or not init):
+        _parse_ports(ports, host_ports)
+    return _Container(name, requests, restartable)
+
+
+def _parse_ports(value: object, host_ports: list[tuple[str, str, int]]) -> None:
+    if type(value) is not list:
+        raise expected("ports", "an array", value)
+    for j, p in enumerate(value):
         if type(p) is not dict:
-            raise FieldError(f"{path}[{j}]", f"expected an object, got {json_type(p)}")
-        host_port = opt_int(p.get("hostPort"), f"{path}[{j}].hostPort")
-        if host_port is None or host_port <= 0:
+            raise expected(f"ports[{j}]", "an object", p)
+        host_port = p.get("hostPort")
+        if host_port is None:
             continue
-        protocol = opt_str(p.get("protocol"), f"{path}[{j}].protocol") or "TCP"
-        host_ip = opt_str(p.get("hostIP"), f"{path}[{j}].hostIP") or "0.0.0.0"
+        if type(host_port) is not int:
+            raise expected(f"ports[{j}].hostPort", "an integer", host_port)
+        if host_port <= 0:
+            continue
+        protocol = opt_str(p.get("protocol"), f"ports[{j}].protocol") or "TCP"
+        host_ip = opt_str(p.get("hostIP"), f"ports[{j}].hostIP") or "0.0.0.0"
         host_ports.append((protocol, host_ip, host_port))
 
 
 def _parse_tolerations(value: object, path: str) -> list[Toleration]:
-    items = opt_list(value, path)
-    if not items:
-        return []
+    if type(value) is not list:
+        if value is None:
+            return []
+        raise expected(path, "an array", value)
     out: list[Toleration] = []
-    for i, t in enumerate(items):
-        if type(t) is not dict:
-            raise FieldError(f"{path}[{i}]", f"expected an object, got {json_type(t)}")
-        tp = f"{path}[{i}]"
-        out.append(
-            Toleration(
-                opt_str(t.get("key"), tp + ".key"),
-                opt_str(t.get("operator"), tp + ".operator") or "Equal",
-                opt_str(t.get("value"), tp + ".value"),
-                opt_str(t.get("effect"), tp + ".effect"),
-                opt_int(t.get("tolerationSeconds"), tp + ".tolerationSeconds"),
-            )
-        )
+    for i, t in enumerate(value):
+        if type(t) is dict:
+            key = t.get("key", "")
+            op = t.get("operator", "")
+            val = t.get("value", "")
+            effect = t.get("effect", "")
+            seconds = t.get("tolerationSeconds")
+            if (
+                type(key) is str
+                and type(op) is str
+                and type(val) is str
+                and type(effect) is str
+                and (seconds is None or type(seconds) is int)
+            ):
+                out.append(Toleration(key, op or "Equal", val, effect, seconds))
+                continue
+        out.append(_parse_toleration_checked(t, f"{path}[{i}]"))
     return out
 
 
+def _parse_toleration_checked(t: object, tp: str) -> Toleration:
+    """The slow path: nulls and type errors, with precise field paths."""
+    if type(t) is not dict:
+        raise expected(tp, "an object", t)
+    return Toleration(
+        opt_str(t.get("key"), tp + ".key"),
+        opt_str(t.get("operator"), tp + ".operator") or "Equal",
+        opt_str(t.get("value"), tp + ".value"),
+        opt_str(t.get("effect"), tp + ".effect"),
+        opt_int(t.get("tolerationSeconds"), tp + ".tolerationSeconds"),
+    )
+
+
 def _parse_object_list(value: object, path: str) -> list[dict[str, Any]]:
-    items = opt_list(value, path)
-    if not items:
-        return []
-    for i, item in enumerate(items):
+    if type(value) is not list:
+        if value is None:
+            return []
+        raise expected(path, "an array", value)
+    for i, item in enumerate(value):
         if type(item) is not dict:
-            raise FieldError(f"{path}[{i}]", f"expected an object, got {json_type(item)}")
-    return items
+            raise expected(f"{path}[{i}]", "an object", item)
+    return value
 
 
 def _parse_gates(value: object, path: str) -> list[str]:
@@ -480,15 +510,57 @@ def _to_scheduler_units(reqs: ResourceNanos) -> dict[str, int]:
 # --- the parser ---------------------------------------------------------------------
 
 
+def _str_field(d: dict[str, Any], key: str, path: str, default: str = "") -> str:
+    """``d[key]`` as a string; absent or null gives ``default``."""
+    v = d.get(key, default)
+    if type(v) is str:
+        return v
+    return opt_str(v, path, default)
+
+
+def _simple_requests(
+    app: list[_Container], overhead: ResourceNanos | None
+) -> tuple[ResourceNanos, int, int]:
+    """Fast path of the request computation for the common pod shape (app containers
+    only, no pod-level requests, no resize status): one pass yields the effective
+    requests and the non-zero cpu/memory nanos."""
+    reqs: ResourceNanos = {}
+    cpu = mem = 0
+    for c in app:
+        r = c.requests
+        if r:
+            for k, v in r.items():
+                reqs[k] = reqs.get(k, 0) + v
+            cpu += r.get(CPU, _DEFAULT_CPU_NANOS)
+            mem += r.get(MEMORY, _DEFAULT_MEMORY_NANOS)
+        else:
+            cpu += _DEFAULT_CPU_NANOS
+            mem += _DEFAULT_MEMORY_NANOS
+    if overhead:
+        for k, v in overhead.items():
+            reqs[k] = reqs.get(k, 0) + v
+        cpu += overhead.get(CPU, 0)
+        mem += overhead.get(MEMORY, 0)
+    return reqs, cpu, mem
+
+
 def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:
     if type(obj) is not dict:
-        raise FieldError("", f"expected a JSON object, got {json_type(obj)}")
-    meta = opt_obj(obj.get("metadata"), "metadata") or {}
-    spec = opt_obj(obj.get("spec"), "spec") or {}
-    status = opt_obj(obj.get("status"), "status") or {}
+        raise expected("", "a JSON object", obj)
+    meta = obj.get("metadata")
+    if type(meta) is not dict:
+        meta = opt_obj(meta, "metadata") or {}
+    spec = obj.get("spec")
+    if type(spec) is not dict:
+        spec = opt_obj(spec, "spec") or {}
+    status = obj.get("status")
+    if type(status) is not dict:
+        status = opt_obj(status, "status") or {}
 
-    node_name = opt_str(spec.get("nodeName"), "spec.nodeName")
-    priority = opt_int(spec.get("priority"), "spec.priority")
+    node_name = _str_field(spec, "nodeName", "spec.nodeName")
+    priority = spec.get("priority")
+    if type(priority) is not int:
+        priority = opt_int(priority, "spec.priority") or 0
 
     images: list[str] = []
     host_ports: list[tuple[str, str, int]] = []
@@ -500,57 +572,68 @@ def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:
 
     overhead = resource_nanos(spec.get("overhead"), "spec.overhead")
     pod_level: ResourceNanos | None = None
-    pod_resources = opt_obj(spec.get("resources"), "spec.resources")
+    pod_resources = spec.get("resources")
     if pod_resources is not None:
+        if type(pod_resources) is not dict:
+            raise expected("spec.resources", "an object", pod_resources)
         pod_level = resource_nanos(pod_resources.get("requests"), "spec.resources.requests")
         if pod_level and not any(is_pod_level_resource_name(k) for k in pod_level):
             pod_level = None  # IsPodLevelRequestsSet: only supported names count
 
     status_view = _parse_status_view(status) if node_name else None
 
-    reqs = _pod_requests(app, init, status_view, pod_level, overhead, None)
-    if pod_level is None:
-        defaults: ResourceNanos = _NON_MISSING_DEFAULTS
+    if not init and pod_level is None and status_view is None:
+        reqs, non_zero_cpu, non_zero_mem = _simple_requests(app, overhead)
     else:
-        defaults = {k: v for k, v in _NON_MISSING_DEFAULTS.items() if k not in reqs}
-    non_zero = (
-        _pod_requests(app, init, status_view, pod_level, overhead, defaults) if defaults else reqs
-    )
+        reqs = _pod_requests(app, init, status_view, pod_level, overhead, None)
+        if pod_level is None:
+            defaults: ResourceNanos = _NON_MISSING_DEFAULTS
+        else:
+            defaults = {k: v for k, v in _NON_MISSING_DEFAULTS.items() if k not in reqs}
+        non_zero = (
+            _pod_requests(app, init, status_view, pod_level, overhead, defaults)
+            if defaults
+            else reqs
+        )
+        non_zero_cpu = non_zero.get(CPU, 0)
+        non_zero_mem = non_zero.get(MEMORY, 0)
 
-    affinity = opt_obj(spec.get("affinity"), "spec.affinity")
-    creation = opt_str_or_none(meta.get("creationTimestamp"), "metadata.creationTimestamp")
-    deletion = opt_str_or_none(meta.get("deletionTimestamp"), "metadata.deletionTimestamp")
+    affinity = spec.get("affinity")
+    if affinity is not None and type(affinity) is not dict:
+        raise expected("spec.affinity", "an object", affinity)
+    creation = meta.get("creationTimestamp")
+    if creation is not None and type(creation) is not str:
+        raise expected("metadata.creationTimestamp", "a string", creation)
+    deletion = meta.get("deletionTimestamp")
+    if deletion is not None and type(deletion) is not str:
+        raise expected("metadata.deletionTimestamp", "a string", deletion)
+    spread = spec.get("topologySpreadConstraints")
+    gates = spec.get("schedulingGates")
 
     return cls(
-        uid=opt_str(meta.get("uid"), "metadata.uid"),
-        namespace=opt_str(meta.get("namespace"), "metadata.namespace"),
-        name=opt_str(meta.get("name"), "metadata.name"),
-        resource_version=opt_str(meta.get("resourceVersion"), "metadata.resourceVersion"),
-        labels=str_map(meta.get("labels"), "metadata.labels"),
-        annotations=str_map(meta.get("annotations"), "metadata.annotations"),
-        scheduler_name=opt_str(
-            spec.get("schedulerName"), "spec.schedulerName", DEFAULT_SCHEDULER_NAME
-        )
-        or DEFAULT_SCHEDULER_NAME,
-        node_name=node_name,
-        nominated_node_name=opt_str(status.get("nominatedNodeName"), "status.nominatedNodeName"),
-        priority=priority or 0,
-        preemption_policy=opt_str(spec.get("preemptionPolicy"), "spec.preemptionPolicy")
-        or DEFAULT_PREEMPTION_POLICY,
-        phase=opt_str(status.get("phase"), "status.phase"),
-        deletion_timestamp=deletion,
-        creation_timestamp=creation,
-        requests=_to_scheduler_units(reqs),
-        non_zero_cpu=nanos_to_milli_value(non_zero.get(CPU, 0)),
-        non_zero_memory=nanos_to_value(non_zero.get(MEMORY, 0)),
-        tolerations=_parse_tolerations(spec.get("tolerations"), "spec.tolerations"),
-        node_selector=str_map(spec.get("nodeSelector"), "spec.nodeSelector"),
-        affinity=affinity,
-        host_ports=host_ports,
-        topology_spread_constraints=_parse_object_list(
-            spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints"
-        ),
-        scheduling_gates=_parse_gates(spec.get("schedulingGates"), "spec.schedulingGates"),
-        images=images,
-        raw=obj,
+        _str_field(meta, "uid", "metadata.uid"),
+        _str_field(meta, "namespace", "metadata.namespace"),
+        _str_field(meta, "name", "metadata.name"),
+        _str_field(meta, "resourceVersion", "metadata.resourceVersion"),
+        str_map(meta.get("labels"), "metadata.labels"),
+        str_map(meta.get("annotations"), "metadata.annotations"),
+        _str_field(spec, "schedulerName", "spec.schedulerName") or DEFAULT_SCHEDULER_NAME,
+        node_name,
+        _str_field(status, "nominatedNodeName", "status.nominatedNodeName"),
+        priority,
+        _str_field(spec, "preemptionPolicy", "spec.preemptionPolicy") or DEFAULT_PREEMPTION_POLICY,
+        _str_field(status, "phase", "status.phase"),
+        deletion,
+        creation,
+        _to_scheduler_units(reqs),
+        nanos_to_milli_value(non_zero_cpu),
+        nanos_to_value(non_zero_mem),
+        _parse_tolerations(spec.get("tolerations"), "spec.tolerations"),
+        str_map(spec.get("nodeSelector"), "spec.nodeSelector"),
+        affinity,
+        host_ports,
+        _parse_object_list(spread, "spec.topologySpreadConstraints") if spread else [],
+        _parse_gates(gates, "spec.schedulingGates") if gates else [],
+        images,
+        obj,
     )
