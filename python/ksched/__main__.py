@@ -1,0 +1,7 @@
+"""``python -m ksched`` runs the command line."""
+
+import sys
+
+from ksched.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Scheduler state: the cache (snapshot owner) and the scheduling queue."""

@@ -1,0 +1,120 @@
+"""The scheduler cache: the one owner of the Rust node snapshot.
+
+Informer events (nodes, and pods that are bound to a node) and the scheduler's own
+decisions (assume, forget) all go through here; the cache turns them into incremental
+snapshot updates, so a scheduling cycle always sees one consistent snapshot without any
+copy. Assumed pods are accounted on their node from the moment the scheduler picks it;
+the informer's event for the bound pod confirms them, and a failed binding forgets them.
+
+Like upstream's cache, it tolerates informer events in any order: a pod may arrive
+before its node, and a node may be deleted while pods are still accounted on it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from ksched._core import CompiledPod, Snapshot
+from ksched.api.node import Node
+from ksched.api.pod import Pod
+from ksched.backend.compile import compile_pod
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _CachedPod:
+    pod: Pod
+    compiled: CompiledPod
+    node_name: str
+    assumed: bool
+
+
+class Cache:
+    """Nodes and the pods accounted on them."""
+
+    def __init__(self, *, seed: int | None = None) -> None:
+        self.snapshot = Snapshot(seed)
+        self.nodes: dict[str, Node] = {}
+        self._pods: dict[str, _CachedPod] = {}
+
+    # ---- nodes -------------------------------------------------------------------
+
+    def upsert_node(self, node: Node) -> None:
+        self.snapshot.upsert_node(
+            node.name,
+            node.allocatable,
+            node.labels,
+            [(t.key, t.value, t.effect) for t in node.taints],
+            node.unschedulable,
+        )
+        self.nodes[node.name] = node
+
+    def remove_node(self, name: str) -> None:
+        self.nodes.pop(name, None)
+        self.snapshot.remove_node(name)
+
+    # ---- pods --------------------------------------------------------------------
+
+    def add_pod(self, pod: Pod, compiled: CompiledPod | None = None) -> None:
+        """A bound pod seen through the informer (added or updated).
+
+        Confirms a pod this scheduler assumed on the same node; re-accounts a pod that
+        changed or moved.
+        """
+        cached = self._pods.get(pod.uid)
+        if cached is not None and cached.assumed and cached.node_name == pod.node_name:
+            self.snapshot.confirm(pod.uid, pod.node_name)
+            cached.assumed = False
+            cached.pod = pod
+            return
+        if (
+            cached is not None
+            and cached.node_name == pod.node_name
+            and cached.pod.requests == pod.requests
+            and cached.pod.labels == pod.labels
+        ):
+            cached.pod = pod
+            return
+        if compiled is None:
+            compiled = compile_pod(pod)
+        self.snapshot.add_pod(compiled, pod.node_name)
+        self._pods[pod.uid] = _CachedPod(pod, compiled, pod.node_name, assumed=False)
+
+    def remove_pod(self, uid: str) -> bool:
+        cached = self._pods.pop(uid, None)
+        if cached is None:
+            return False
+        self.snapshot.remove_pod(uid)
+        return True
+
+    def assume(self, pod: Pod, compiled: CompiledPod, node_name: str) -> None:
+        """Account ``pod`` on ``node_name`` before the binding is confirmed."""
+        self.snapshot.assume(compiled, node_name)
+        self._pods[pod.uid] = _CachedPod(pod, compiled, node_name, assumed=True)
+
+    def forget(self, uid: str) -> None:
+        """Undo :meth:`assume` after a failed binding."""
+        cached = self._pods.get(uid)
+        if cached is not None and cached.assumed:
+            del self._pods[uid]
+            self.snapshot.remove_pod(uid)
+
+    def is_assumed(self, uid: str) -> bool:
+        cached = self._pods.get(uid)
+        return cached is not None and cached.assumed
+
+    def has_pod(self, uid: str) -> bool:
+        return uid in self._pods
+
+    @property
+    def num_pods(self) -> int:
+        return len(self._pods)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.nodes)
+
+    def num_assumed(self) -> int:
+        return sum(1 for c in self._pods.values() if c.assumed)

@@ -1,0 +1,26 @@
+"""Compile parsed pods into the Rust extension's :class:`ksched._core.CompiledPod`.
+
+A pod is compiled once per pod object and the result is reused by every scheduling
+attempt and by the cache, until an update brings a new object.
+"""
+
+from __future__ import annotations
+
+from ksched._core import CompiledPod
+from ksched.api.pod import Pod
+
+
+def compile_pod(pod: Pod) -> CompiledPod:
+    """The kernel-side form of ``pod``."""
+    return CompiledPod(
+        pod.uid,
+        pod.namespace,
+        pod.name,
+        requests=pod.requests,
+        non_zero_cpu=pod.non_zero_cpu,
+        non_zero_memory=pod.non_zero_memory,
+        node_name=pod.node_name,
+        tolerations=[(t.key, t.operator, t.value, t.effect) for t in pod.tolerations],
+        labels=pod.labels,
+        priority=pod.priority,
+    )

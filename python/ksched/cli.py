@@ -1,0 +1,75 @@
+"""The ``ksched`` command line.
+
+``ksched simulate`` runs the whole scheduler on the embedded in-memory cluster and
+reports its figures; later subcommands (``run``, ``validate-config``) follow
+kube-scheduler's flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+import orjson
+
+from ksched import __version__
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from ksched import simulate
+    from ksched.sim.workloads import WORKLOADS
+
+    if args.workload not in WORKLOADS:
+        print(
+            f"ksched simulate: unknown workload {args.workload!r} "
+            f"(known: {', '.join(sorted(WORKLOADS))})",
+            file=sys.stderr,
+        )
+        return 2
+    report = simulate.run(
+        nodes=args.nodes,
+        pods=args.pods,
+        existing_pods=args.existing_pods,
+        workload=args.workload,
+        seed=args.seed,
+        progress=not args.no_progress and sys.stderr.isatty() or args.progress,
+    )
+    print(report.format())
+    if args.json:
+        with open(args.json, "wb") as f:
+            f.write(orjson.dumps(report.as_dict(), option=orjson.OPT_INDENT_2))
+    return 0 if report.scheduled >= report.pods else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ksched", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"ksched {__version__}")
+    parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, help="log verbosity")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sim = sub.add_parser("simulate", help="run the scheduler on the embedded cluster")
+    sim.add_argument("--nodes", type=int, default=5000)
+    sim.add_argument("--pods", type=int, default=10000, help="new pods to schedule")
+    sim.add_argument("--existing-pods", type=int, default=0, help="pods bound before the run")
+    sim.add_argument("--workload", default="basic")
+    sim.add_argument("--seed", type=int, default=None)
+    sim.add_argument("--json", help="also write the report as JSON to this file")
+    sim.add_argument("--progress", action="store_true", help="progress bar even without a tty")
+    sim.add_argument("--no-progress", action="store_true")
+    sim.set_defaults(func=_simulate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    level = logging.WARNING if args.verbosity <= 0 else logging.INFO
+    if args.verbosity >= 4:
+        level = logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

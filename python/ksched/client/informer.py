@@ -1,0 +1,124 @@
+"""A list-and-watch informer over any :class:`~ksched.cluster.ClusterAPI`.
+
+It lists all objects of a kind, reports them to its handler as adds, updates and
+deletes relative to what it knew before (so a relist after a lost watch reports exactly
+the differences), then watches from the listing's resource version. A watch stream that
+ends is resumed from the last seen version; ``410 Gone`` (version compacted) leads to a
+relist; any other failure backs off with jitter and retries. A handler that raises is
+logged and the informer carries on: one bad object must never stop the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+from typing import Any
+
+from ksched.cluster import APIError, ClusterAPI, Gone, Kind
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+_BACKOFF_INITIAL = 0.2
+_BACKOFF_MAX = 10.0
+
+
+def object_key(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace") or ""
+    name = meta.get("name") or ""
+    return f"{ns}/{name}" if ns else str(name)
+
+
+def _rv(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+class Informer:
+    """Keeps a handler informed of every object of one kind."""
+
+    def __init__(
+        self,
+        api: ClusterAPI,
+        kind: Kind,
+        *,
+        on_add: Callable[[Obj], None],
+        on_update: Callable[[Obj, Obj], None],
+        on_delete: Callable[[Obj], None],
+    ) -> None:
+        self.api = api
+        self.kind = kind
+        self._on_add = on_add
+        self._on_update = on_update
+        self._on_delete = on_delete
+        self.store: dict[str, Obj] = {}
+        self.synced = asyncio.Event()
+        self.relists = 0
+        self.handler_errors = 0
+
+    def _call(self, fn: Callable[..., None], *args: Obj) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            self.handler_errors += 1
+            log.exception("%s informer: handler failed for %s", self.kind, object_key(args[-1]))
+
+    def _replace(self, items: list[Obj]) -> None:
+        seen: set[str] = set()
+        for obj in items:
+            key = object_key(obj)
+            seen.add(key)
+            old = self.store.get(key)
+            self.store[key] = obj
+            if old is None:
+                self._call(self._on_add, obj)
+            elif _rv(old) != _rv(obj):
+                self._call(self._on_update, old, obj)
+        for key in [k for k in self.store if k not in seen]:
+            self._call(self._on_delete, self.store.pop(key))
+
+    def _apply(self, type_: str, obj: Obj) -> None:
+        key = object_key(obj)
+        if type_ == "DELETED":
+            old = self.store.pop(key, None)
+            self._call(self._on_delete, old if old is not None else obj)
+            return
+        old = self.store.get(key)
+        self.store[key] = obj
+        if old is None:
+            self._call(self._on_add, obj)
+        else:
+            self._call(self._on_update, old, obj)
+
+    async def run(self) -> None:
+        backoff = _BACKOFF_INITIAL
+        while True:
+            try:
+                listing = await self.api.list(kind=self.kind)
+            except (APIError, OSError, asyncio.TimeoutError) as exc:
+                log.warning("%s informer: list failed: %s", self.kind, exc)
+                await asyncio.sleep(backoff * (1 + random.random()))
+                backoff = min(backoff * 2, _BACKOFF_MAX)
+                continue
+            self._replace(listing.items)
+            self.synced.set()
+            rv = listing.resource_version
+            backoff = _BACKOFF_INITIAL
+            while True:
+                try:
+                    async for ev in self.api.watch(kind=self.kind, resource_version=rv):
+                        rv = _rv(ev.object) or rv
+                        if ev.type != "BOOKMARK":
+                            self._apply(ev.type, ev.object)
+                        backoff = _BACKOFF_INITIAL
+                except Gone:
+                    self.relists += 1
+                    log.info("%s informer: resource version %s is gone; relisting", self.kind, rv)
+                    break
+                except (APIError, OSError, asyncio.TimeoutError) as exc:
+                    log.warning("%s informer: watch failed: %s; retrying", self.kind, exc)
+                    await asyncio.sleep(backoff * (1 + random.random()))
+                    backoff = min(backoff * 2, _BACKOFF_MAX)

@@ -1,0 +1,93 @@
+"""The ``ClusterAPI`` protocol: everything ksched asks of a Kubernetes API server.
+
+Only two packages implement it: :mod:`ksched.client` talks to a real kube-apiserver, and
+:mod:`ksched.sim` is the embedded in-memory cluster used by ``ksched simulate``, unit
+tests and core benchmarks. The scheduler, the cache, the queue and the informers receive
+an object of this protocol and never know which one they have, so the whole scheduler
+runs unchanged on either.
+
+Objects travel as the API's JSON, decoded into plain dicts (``orjson.loads``); parsing
+them into :class:`ksched.api.pod.Pod` and :class:`ksched.api.node.Node` is the informer's
+job. Resource versions are opaque strings, as in the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+Kind = Literal["pods", "nodes"]
+EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+
+
+@dataclass(slots=True, frozen=True)
+class WatchEvent:
+    """One watch event: the type and the object after (or, for DELETED, at) the change."""
+
+    type: EventType
+    object: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ListResult:
+    items: list[dict[str, Any]]
+    resource_version: str
+
+
+class APIError(Exception):
+    """An API call failed; ``status`` is the HTTP status code (0 when none was received)."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+
+class NotFound(APIError):
+    def __init__(self, message: str) -> None:
+        super().__init__(404, "NotFound", message)
+
+
+class Conflict(APIError):
+    def __init__(self, message: str) -> None:
+        super().__init__(409, "Conflict", message)
+
+
+class Gone(APIError):
+    """The requested resource version is too old (410): the watcher must relist."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(410, "Gone", message)
+
+
+class ClusterAPI(Protocol):
+    """What the scheduler needs from the API server. All calls are keyword-only."""
+
+    async def list(self, *, kind: Kind) -> ListResult:
+        """Every object of ``kind`` and the resource version of the listing."""
+        ...
+
+    def watch(self, *, kind: Kind, resource_version: str) -> AsyncIterator[WatchEvent]:
+        """Changes to ``kind`` after ``resource_version``. Raises :class:`Gone` when that
+        version has been compacted away."""
+        ...
+
+    async def bind(self, *, namespace: str, name: str, uid: str, node_name: str) -> None:
+        """POST a Binding of the pod to ``node_name`` (``pods/{name}/binding``)."""
+        ...
+
+    async def create_event(self, *, event: dict[str, Any]) -> None:
+        """Record an ``events.k8s.io/v1`` Event."""
+        ...
+
+    async def patch_pod_status(
+        self, *, namespace: str, name: str, patch: dict[str, Any]
+    ) -> None:
+        """Strategic-merge patch of the pod's status (conditions, nominatedNodeName)."""
+        ...
+
+    async def delete_pod(self, *, namespace: str, name: str, uid: str) -> None:
+        """Delete the pod (preemption), with a UID precondition."""
+        ...

@@ -1,0 +1,1 @@
+"""The scheduling framework: profiles, statuses, diagnosis and the plugin runtime."""

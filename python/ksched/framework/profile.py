@@ -1,0 +1,84 @@
+"""A scheduling profile: one ``schedulerName`` and the plugins that run for its pods.
+
+The built-in Filter and Score plugins that have Rust kernels run as one call into
+:class:`ksched._core.Profile`; the profile keeps their order (Filter order decides which
+reason a node reports, as upstream stops at the first failing filter) and their weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ksched import _core
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+#: v1.36's default Filter order and Score weights, restricted to the plugins that have
+#: Rust kernels in this build.
+DEFAULT_FILTERS: tuple[str, ...] = tuple(
+    p
+    for p in (
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "PodTopologySpread",
+        "InterPodAffinity",
+    )
+    if p in _core.FILTER_PLUGINS
+)
+DEFAULT_SCORES: tuple[tuple[str, int], ...] = tuple(
+    (p, w)
+    for p, w in (
+        ("TaintToleration", 3),
+        ("NodeAffinity", 2),
+        ("NodeResourcesFit", 1),
+        ("PodTopologySpread", 2),
+        ("InterPodAffinity", 2),
+        ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
+    )
+    if p in _core.SCORE_PLUGINS
+)
+
+
+@dataclass(slots=True)
+class Profile:
+    """A profile ready to schedule: its name and its compiled kernel configuration."""
+
+    scheduler_name: str
+    filters: tuple[str, ...]
+    scores: tuple[tuple[str, int], ...]
+    plugin_args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    percentage_of_nodes_to_score: int = 0
+    kernels: _core.Profile = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.kernels = _core.Profile(
+            list(self.filters),
+            list(self.scores),
+            {k: dict(v) for k, v in self.plugin_args.items()},
+            self.percentage_of_nodes_to_score,
+        )
+
+
+def default_profile(
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+    *,
+    percentage_of_nodes_to_score: int = 0,
+    plugin_args: Mapping[str, Mapping[str, Any]] | None = None,
+    filters: Sequence[str] = DEFAULT_FILTERS,
+    scores: Sequence[tuple[str, int]] = DEFAULT_SCORES,
+) -> Profile:
+    """The v1.36 default profile (as far as this build has kernels)."""
+    return Profile(
+        scheduler_name,
+        tuple(filters),
+        tuple(scores),
+        plugin_args or {},
+        percentage_of_nodes_to_score,
+    )

@@ -1,0 +1,214 @@
+"""An in-memory Kubernetes API for pods, nodes and events.
+
+Design: objects are stored as the API's JSON dicts and never mutated once handed out
+(every change builds a new dict with a new ``metadata.resourceVersion``), so a watcher
+may keep what it received. One monotonically increasing resource version covers all
+kinds, as etcd's revision does. Every change is appended to a bounded history; a watch
+from version ``rv`` first replays the history after ``rv`` and then follows live
+changes, and a version older than the history raises :class:`Gone` (the client must
+relist), exactly the contract informers rely on with a real API server.
+
+Writes that the scheduler makes (bind, status patch, delete, events) can be slowed down
+(``bind_delay``) or made to fail (``fail_bind``) so tests can exercise those paths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from ksched.cluster import Conflict, Gone, Kind, ListResult, NotFound, WatchEvent
+
+Obj = dict[str, Any]
+
+_HISTORY = 200_000
+
+
+def _key(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace") or ""
+    return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
+
+
+class _Watcher:
+    __slots__ = ("kind", "queue")
+
+    def __init__(self, kind: Kind) -> None:
+        self.kind = kind
+        self.queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue()
+
+
+class InMemoryCluster:
+    """A ClusterAPI backed by dicts. Not thread-safe: use it from one event loop."""
+
+    def __init__(
+        self,
+        *,
+        bind_delay: float = 0.0,
+        fail_bind: Callable[[str, str, str], Exception | None] | None = None,
+        max_events: int = 100_000,
+    ) -> None:
+        self._rv = 0
+        self._objects: dict[Kind, dict[str, Obj]] = {"pods": {}, "nodes": {}}
+        self._history: deque[tuple[int, Kind, WatchEvent]] = deque(maxlen=_HISTORY)
+        self._watchers: list[_Watcher] = []
+        self._uids = itertools.count(1)
+        self.bind_delay = bind_delay
+        self.fail_bind = fail_bind
+        self.events: deque[Obj] = deque(maxlen=max_events)
+        self.event_counts: dict[str, int] = {}
+        self.bind_calls = 0
+
+    # ---- helpers -----------------------------------------------------------------
+
+    def _next_rv(self) -> str:
+        self._rv += 1
+        return str(self._rv)
+
+    def _emit(self, kind: Kind, type_: str, obj: Obj) -> None:
+        ev = WatchEvent(type_, obj)  # type: ignore[arg-type]
+        self._history.append((self._rv, kind, ev))
+        for w in self._watchers:
+            if w.kind == kind:
+                w.queue.put_nowait(ev)
+
+    def _stamp(self, obj: Obj, *, new: bool) -> Obj:
+        meta = dict(obj.get("metadata") or {})
+        meta["resourceVersion"] = self._next_rv()
+        if new:
+            meta.setdefault("uid", f"uid-{next(self._uids)}")
+            meta.setdefault("creationTimestamp", "2026-01-01T00:00:00Z")
+        out = dict(obj)
+        out["metadata"] = meta
+        return out
+
+    # ---- administration (what kubectl or controllers would do) ----------------------
+
+    def create(self, kind: Kind, obj: Obj) -> Obj:
+        key = _key(obj)
+        if key in self._objects[kind]:
+            raise Conflict(f'{kind} "{key}" already exists')
+        stored = self._stamp(obj, new=True)
+        self._objects[kind][key] = stored
+        self._emit(kind, "ADDED", stored)
+        return stored
+
+    def update(self, kind: Kind, obj: Obj) -> Obj:
+        key = _key(obj)
+        if key not in self._objects[kind]:
+            raise NotFound(f'{kind} "{key}" not found')
+        stored = self._stamp(obj, new=False)
+        self._objects[kind][key] = stored
+        self._emit(kind, "MODIFIED", stored)
+        return stored
+
+    def delete(self, kind: Kind, key: str) -> Obj:
+        obj = self._objects[kind].pop(key, None)
+        if obj is None:
+            raise NotFound(f'{kind} "{key}" not found')
+        self._next_rv()
+        self._emit(kind, "DELETED", obj)
+        return obj
+
+    def get(self, kind: Kind, key: str) -> Obj | None:
+        return self._objects[kind].get(key)
+
+    def objects(self, kind: Kind) -> list[Obj]:
+        return list(self._objects[kind].values())
+
+    def compact(self) -> None:
+        """Forget the watch history, as etcd compaction does: old versions become Gone."""
+        self._history.clear()
+
+    # ---- ClusterAPI --------------------------------------------------------------
+
+    async def list(self, *, kind: Kind) -> ListResult:
+        return ListResult(items=list(self._objects[kind].values()), resource_version=str(self._rv))
+
+    async def watch(self, *, kind: Kind, resource_version: str) -> AsyncIterator[WatchEvent]:
+        since = int(resource_version or 0)
+        if since < self._rv and (not self._history or self._history[0][0] > since + 1):
+            raise Gone(f"too old resource version: {since} ({self._rv})")
+        watcher = _Watcher(kind)
+        # Replay and registration happen without an await in between, so no event is
+        # lost or seen twice.
+        for rv, k, ev in self._history:
+            if rv > since and k == kind:
+                watcher.queue.put_nowait(ev)
+        self._watchers.append(watcher)
+        try:
+            while True:
+                ev = await watcher.queue.get()
+                if ev is None:
+                    return
+                yield ev
+        finally:
+            self._watchers.remove(watcher)
+
+    def close_watches(self) -> None:
+        """End every open watch stream, as an API server restart would."""
+        for w in self._watchers:
+            w.queue.put_nowait(None)
+
+    async def bind(self, *, namespace: str, name: str, uid: str, node_name: str) -> None:
+        self.bind_calls += 1
+        if self.bind_delay:
+            await asyncio.sleep(self.bind_delay)
+        if self.fail_bind is not None:
+            err = self.fail_bind(namespace, name, node_name)
+            if err is not None:
+                raise err
+        key = f"{namespace}/{name}"
+        pod = self._objects["pods"].get(key)
+        if pod is None:
+            raise NotFound(f'pods "{name}" not found')
+        if uid and pod["metadata"].get("uid") != uid:
+            raise Conflict(f"Precondition failed: UID in precondition: {uid}")
+        spec = pod.get("spec") or {}
+        if spec.get("nodeName"):
+            raise Conflict(f"pod {name} is already assigned to node \"{spec['nodeName']}\"")
+        if node_name not in self._objects["nodes"]:
+            # The API server accepts a binding to a node it does not know; so do we.
+            pass
+        status = dict(pod.get("status") or {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        conditions.append({"type": "PodScheduled", "status": "True"})
+        status["conditions"] = conditions
+        new = dict(pod)
+        new["spec"] = {**spec, "nodeName": node_name}
+        new["status"] = status
+        self.update("pods", new)
+
+    async def create_event(self, *, event: Obj) -> None:
+        self.events.append(event)
+        reason = str(event.get("reason", ""))
+        self.event_counts[reason] = self.event_counts.get(reason, 0) + 1
+
+    async def patch_pod_status(self, *, namespace: str, name: str, patch: Obj) -> None:
+        key = f"{namespace}/{name}"
+        pod = self._objects["pods"].get(key)
+        if pod is None:
+            raise NotFound(f'pods "{name}" not found')
+        status = dict(pod.get("status") or {})
+        pstatus = patch.get("status") or {}
+        for field, value in pstatus.items():
+            if field == "conditions":
+                by_type = {c.get("type"): c for c in status.get("conditions") or []}
+                for c in value:
+                    by_type[c.get("type")] = c
+                status["conditions"] = list(by_type.values())
+            else:
+                status[field] = value
+        self.update("pods", {**pod, "status": status})
+
+    async def delete_pod(self, *, namespace: str, name: str, uid: str) -> None:
+        key = f"{namespace}/{name}"
+        pod = self._objects["pods"].get(key)
+        if pod is None:
+            raise NotFound(f'pods "{name}" not found')
+        if uid and pod["metadata"].get("uid") != uid:
+            raise Conflict(f"Precondition failed: UID in precondition: {uid}")
+        self.delete("pods", key)

@@ -1,0 +1,223 @@
+"""``ksched simulate``: the whole scheduler on the embedded cluster, measured.
+
+The run mirrors scheduler_perf: create the nodes and the existing pods (already bound),
+start the scheduler and wait for its informers to sync, then create the new pods and
+measure from the first one created to the last one bound and confirmed through the
+watch. The report gives throughput, attempt latency percentiles, peak RSS and a
+placement summary computed from the snapshot's columns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import resource
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, TextIO
+
+import numpy as np
+
+from ksched import aio
+from ksched.framework.profile import Profile, default_profile
+from ksched.scheduler import Scheduler
+from ksched.sim.cluster import InMemoryCluster
+from ksched.sim.workloads import WORKLOADS
+
+_CREATE_BATCH = 500
+
+
+@dataclass(slots=True)
+class Placement:
+    nodes_used: int
+    pods_per_node_min: int
+    pods_per_node_mean: float
+    pods_per_node_max: int
+    cpu_utilization_mean: float
+    cpu_utilization_max: float
+
+
+@dataclass(slots=True)
+class SimReport:
+    workload: str
+    nodes: int
+    existing_pods: int
+    pods: int
+    scheduled: int
+    unschedulable_attempts: int
+    seconds: float
+    pods_per_second: float
+    attempt_p50_us: float
+    attempt_p99_us: float
+    peak_rss_mib: float
+    placement: Placement
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def format(self) -> str:
+        p = self.placement
+        return "\n".join(
+            [
+                f"workload            {self.workload}: {self.nodes} nodes, "
+                f"{self.existing_pods} existing pods, {self.pods} new pods",
+                f"scheduled           {self.scheduled}/{self.pods} in {self.seconds:.3f}s",
+                f"throughput          {self.pods_per_second:,.0f} pods/s",
+                f"attempt latency     p50 {self.attempt_p50_us:.1f} µs, "
+                f"p99 {self.attempt_p99_us:.1f} µs",
+                f"peak RSS            {self.peak_rss_mib:.0f} MiB",
+                f"placement           {p.nodes_used} nodes used; pods per node "
+                f"min {p.pods_per_node_min} / mean {p.pods_per_node_mean:.2f} / "
+                f"max {p.pods_per_node_max}; cpu requested mean "
+                f"{p.cpu_utilization_mean:.1%}, max {p.cpu_utilization_max:.1%}",
+            ]
+        )
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+class _Progress:
+    """A one-line progress bar on a terminal stream."""
+
+    def __init__(self, total: int, out: TextIO | None) -> None:
+        self.total = total
+        self.out = out
+        self.start = time.perf_counter()
+
+    def show(self, done: int) -> None:
+        if self.out is None:
+            return
+        width = 30
+        frac = done / self.total if self.total else 1.0
+        bar = "#" * int(frac * width)
+        rate = done / max(time.perf_counter() - self.start, 1e-9)
+        self.out.write(
+            f"\r[{bar:<{width}}] {done:>7}/{self.total} pods bound  {rate:>9,.0f} pods/s"
+        )
+        self.out.flush()
+
+    def finish(self, done: int) -> None:
+        if self.out is not None:
+            self.show(done)
+            self.out.write("\n")
+            self.out.flush()
+
+
+async def run_simulation(
+    *,
+    nodes: int,
+    pods: int,
+    existing_pods: int = 0,
+    workload: str = "basic",
+    seed: int | None = None,
+    profiles: Mapping[str, Profile] | None = None,
+    progress: TextIO | None = None,
+    timeout: float = 600.0,
+) -> SimReport:
+    """Run one workload on a fresh embedded cluster and report the figures."""
+    if workload not in WORKLOADS:
+        raise ValueError(f"unknown workload {workload!r} (known: {', '.join(sorted(WORKLOADS))})")
+    wl = WORKLOADS[workload]
+    rng = random.Random(seed)
+    cluster = InMemoryCluster()
+    node_names = []
+    for i in range(nodes):
+        obj = cluster.create("nodes", wl.node(i, rng))
+        node_names.append(obj["metadata"]["name"])
+    for i in range(existing_pods):
+        cluster.create("pods", wl.existing_pod(i, node_names[i % len(node_names)], rng))
+
+    sched = Scheduler(cluster, profiles or {"default-scheduler": default_profile()}, seed=seed)
+    await sched.start()
+    loop_task = asyncio.get_running_loop().create_task(sched.run())
+
+    expected = pods - int(pods * wl.unschedulable_fraction)
+    bar = _Progress(expected, progress)
+    start = time.perf_counter()
+    deadline = start + timeout
+    created = 0
+    last_draw = 0.0
+    while True:
+        if created < pods:
+            for _ in range(min(_CREATE_BATCH, pods - created)):
+                cluster.create("pods", wl.new_pod(created, rng))
+                created += 1
+        bound = sched.stats.bound
+        if bound >= expected and sched.cache.num_assumed() == 0 and created == pods:
+            break
+        now = time.perf_counter()
+        if now > deadline:
+            break
+        if now - last_draw > 0.2:
+            bar.show(bound)
+            last_draw = now
+        await asyncio.sleep(0 if created < pods else 0.001)
+    elapsed = time.perf_counter() - start
+    bar.finish(sched.stats.bound)
+
+    await sched.shutdown()
+    loop_task.cancel()
+    await asyncio.gather(loop_task, return_exceptions=True)
+
+    lat = np.frombuffer(sched.stats.attempt_ns, dtype=np.int64) if sched.stats.attempt_ns else None
+    p50, p99 = (
+        (float(np.percentile(lat, 50)) / 1e3, float(np.percentile(lat, 99)) / 1e3)
+        if lat is not None
+        else (0.0, 0.0)
+    )
+    snap = sched.cache.snapshot
+    per_node = snap.pod_counts()
+    _, cpu_alloc, cpu_req = snap.resource_columns("cpu")
+    util = np.divide(
+        cpu_req, cpu_alloc, out=np.zeros(len(cpu_alloc), dtype=np.float64), where=cpu_alloc > 0
+    )
+    placement = Placement(
+        nodes_used=int(np.count_nonzero(per_node)),
+        pods_per_node_min=int(per_node.min()) if len(per_node) else 0,
+        pods_per_node_mean=float(per_node.mean()) if len(per_node) else 0.0,
+        pods_per_node_max=int(per_node.max()) if len(per_node) else 0,
+        cpu_utilization_mean=float(util.mean()) if len(util) else 0.0,
+        cpu_utilization_max=float(util.max()) if len(util) else 0.0,
+    )
+    return SimReport(
+        workload=workload,
+        nodes=nodes,
+        existing_pods=existing_pods,
+        pods=pods,
+        scheduled=sched.stats.bound,
+        unschedulable_attempts=sched.stats.unschedulable,
+        seconds=elapsed,
+        pods_per_second=sched.stats.bound / elapsed if elapsed > 0 else 0.0,
+        attempt_p50_us=p50,
+        attempt_p99_us=p99,
+        peak_rss_mib=_peak_rss_mib(),
+        placement=placement,
+    )
+
+
+def run(
+    *,
+    nodes: int,
+    pods: int,
+    existing_pods: int = 0,
+    workload: str = "basic",
+    seed: int | None = None,
+    profiles: Mapping[str, Profile] | None = None,
+    progress: bool = True,
+) -> SimReport:
+    """Synchronous entry point (uses uvloop when installed)."""
+    coro = run_simulation(
+        nodes=nodes,
+        pods=pods,
+        existing_pods=existing_pods,
+        workload=workload,
+        seed=seed,
+        profiles=profiles,
+        progress=sys.stderr if progress else None,
+    )
+    return aio.run(coro)
