@@ -32,10 +32,12 @@ __all__ = [
     "FORBIDDEN",
     "INVALID",
     "NOT_SUPPORTED",
+    "OMIT",
     "REQUIRED",
     "UNKNOWN_FIELD",
     "ConfigError",
     "FieldError",
+    "PathValue",
     "aggregate_message",
     "duplicate",
     "forbidden",
@@ -115,8 +117,16 @@ def go_value(value: Any) -> str:
     return str(value)
 
 
+class PathValue(str):
+    """A field path used as a bad value (``field.Duplicate``); printed unquoted."""
+
+    __slots__ = ()
+
+
 def _simple_value(value: Any) -> str:
     """Go's ErrorBody: %v for numbers/bools, %q for strings, String() for Stringers."""
+    if isinstance(value, PathValue):
+        return str.__str__(value)
     if value is None:
         return "null"
     if isinstance(value, bool):

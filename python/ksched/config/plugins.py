@@ -139,21 +139,44 @@ PLUGIN_EXTENSION_POINTS: Final[Mapping[str, frozenset[str]]] = {
 #: Every plugin name the v1.36 in-tree registry knows.
 IN_TREE_PLUGINS: Final[frozenset[str]] = frozenset(PLUGIN_EXTENSION_POINTS)
 
-#: Plugins that existed once and were removed: name -> the config API version from
-#: which on upstream rejects them (``invalidPluginsByVersion`` in validation.go), and
-#: the Kubernetes release that removed them.
+#: Plugins that existed once and were removed: name -> (the config API version from
+#: which upstream rejects them, as in ``invalidPluginsByVersion`` of validation.go;
+#: a note saying when they went and what replaces them).
 REMOVED_PLUGINS: Final[Mapping[str, tuple[str, str]]] = {
-    "NodeLabel": ("kubescheduler.config.k8s.io/v1beta2", "v1.22"),
-    "ServiceAffinity": ("kubescheduler.config.k8s.io/v1beta2", "v1.22"),
-    "NodeResourcesLeastAllocated": ("kubescheduler.config.k8s.io/v1beta2", "v1.22"),
-    "NodeResourcesMostAllocated": ("kubescheduler.config.k8s.io/v1beta2", "v1.22"),
-    "RequestedToCapacityRatio": ("kubescheduler.config.k8s.io/v1beta2", "v1.22"),
-    "NodePreferAvoidPods": ("kubescheduler.config.k8s.io/v1beta3", "v1.23"),
-    "SelectorSpread": ("kubescheduler.config.k8s.io/v1", "v1.26"),
-    "AzureDiskLimits": ("kubescheduler.config.k8s.io/v1", "v1.32"),
-    "CinderLimits": ("kubescheduler.config.k8s.io/v1", "v1.32"),
-    "EBSLimits": ("kubescheduler.config.k8s.io/v1", "v1.32"),
-    "GCEPDLimits": ("kubescheduler.config.k8s.io/v1", "v1.32"),
+    "NodeLabel": (
+        "kubescheduler.config.k8s.io/v1beta2",
+        "not available since Kubernetes v1.22, use NodeAffinity",
+    ),
+    "ServiceAffinity": (
+        "kubescheduler.config.k8s.io/v1beta2",
+        "not available since Kubernetes v1.22, use InterPodAffinity",
+    ),
+    "NodeResourcesLeastAllocated": (
+        "kubescheduler.config.k8s.io/v1beta2",
+        "not available since Kubernetes v1.22, use NodeResourcesFit with "
+        "scoringStrategy.type LeastAllocated",
+    ),
+    "NodeResourcesMostAllocated": (
+        "kubescheduler.config.k8s.io/v1beta2",
+        "not available since Kubernetes v1.22, use NodeResourcesFit with "
+        "scoringStrategy.type MostAllocated",
+    ),
+    "RequestedToCapacityRatio": (
+        "kubescheduler.config.k8s.io/v1beta2",
+        "not available since Kubernetes v1.22, use NodeResourcesFit with "
+        "scoringStrategy.type RequestedToCapacityRatio",
+    ),
+    "NodePreferAvoidPods": (
+        "kubescheduler.config.k8s.io/v1beta3",
+        "not available since Kubernetes v1.23, use node taints",
+    ),
+    **{
+        name: (
+            "kubescheduler.config.k8s.io/v1",
+            "removed in Kubernetes v1.32, NodeVolumeLimits covers these volumes via CSI",
+        )
+        for name in ("AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits")
+    },
 }
 
 

@@ -227,7 +227,7 @@ def validate(
                 errs.append(
                     ferr.duplicate(
                         f"{path}.schedulerName",
-                        _PathValue(f"profiles[{seen[sname]}].schedulerName"),
+                        ferr.PathValue(f"profiles[{seen[sname]}].schedulerName"),
                     )
                 )
             seen[sname] = i
@@ -247,15 +247,6 @@ def validate(
         )
     errs += _validate_extenders("extenders", cfg.extenders)
     return errs
-
-
-class _PathValue(str):
-    """A field path used as a bad value; printed bare like upstream's ``*field.Path``."""
-
-    __slots__ = ()
-
-    def __str__(self) -> str:
-        return str.__str__(self)
 
 
 def _validate_profile(
@@ -300,12 +291,12 @@ def _validate_plugin_names(
         for j, p in enumerate(ps.enabled):
             ppath = f"{path}.plugins.{point}.enabled[{j}]"
             if p.name in names.REMOVED_PLUGINS:
-                _v, release = names.REMOVED_PLUGINS[p.name]
+                _v, note = names.REMOVED_PLUGINS[p.name]
                 errs.append(
                     ferr.invalid(
                         ppath,
                         p.name,
-                        _removed_detail(p.name) + f"; removed in Kubernetes {release}",
+                        _removed_detail(p.name) + f"; {note}",
                     )
                 )
             elif p.name not in known:
