@@ -211,7 +211,8 @@ def _expand(
             impl = _points_of(p.name, extension_points)
             ppath = f"{path}.{point}.enabled[{i}]"
             if impl is None:
-                continue  # unknown names are reported by validation with the known list
+                # Out-of-tree plugin without a table row: trust its explicit placement.
+                impl = frozenset({point})
             if point not in impl:
                 errs.append(
                     ferr.invalid(ppath, p.name, f'plugin "{p.name}" does not extend {iface} plugin')
