@@ -8,8 +8,7 @@ from version ``rv`` first replays the history after ``rv`` and then follows live
 changes, and a version older than the history raises :class:`Gone` (the client must
 relist), exactly the contract informers rely on with a real API server.
 
-Writes that the scheduler makes (bind, status patch, delete, events) can be slowed down
-(``bind_delay``) or made to fail (``fail_bind``) so tests can exercise those paths.
+Bindings can be slowed down (``bind_delay``), held (``bind_gate``) or made to fail (``fail_bind``) so tests can exercise those paths.
 """
 
 from __future__ import annotations
@@ -48,6 +47,7 @@ class InMemoryCluster:
         self,
         *,
         bind_delay: float = 0.0,
+        bind_gate: asyncio.Event | None = None,
         fail_bind: Callable[[str, str, str], Exception | None] | None = None,
         max_events: int = 100_000,
     ) -> None:
@@ -57,6 +57,8 @@ class InMemoryCluster:
         self._watchers: list[_Watcher] = []
         self._uids = itertools.count(1)
         self.bind_delay = bind_delay
+        #: When set, every binding waits until the event is set (a stalled API server).
+        self.bind_gate = bind_gate
         self.fail_bind = fail_bind
         self.events: deque[Obj] = deque(maxlen=max_events)
         self.event_counts: dict[str, int] = {}
@@ -157,6 +159,8 @@ class InMemoryCluster:
         self.bind_calls += 1
         if self.bind_delay:
             await asyncio.sleep(self.bind_delay)
+        if self.bind_gate is not None:
+            await self.bind_gate.wait()
         if self.fail_bind is not None:
             err = self.fail_bind(namespace, name, node_name)
             if err is not None:

@@ -1,0 +1,138 @@
+"""Type stub of the Rust extension ``ksched._core`` (checked by ``mypy.stubtest``).
+
+The extension holds the node snapshot as columnar arrays and runs the built-in
+Filter/Score plugins over it. Amounts are canonical integers: cpu in millicores,
+memory and storage in bytes, pods and extended resources as counts.
+"""
+
+from typing import Final, final
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "FILTER_PLUGINS",
+    "SCORE_PLUGINS",
+    "CompiledPod",
+    "Profile",
+    "ScheduleResult",
+    "Snapshot",
+    "num_feasible_nodes_to_find",
+]
+
+#: Plugins with Rust Filter kernels, in no particular order.
+FILTER_PLUGINS: Final[list[str]]
+#: Plugins with Rust Score kernels.
+SCORE_PLUGINS: Final[list[str]]
+
+def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
+    """How many feasible nodes an attempt looks for (upstream's numFeasibleNodesToFind)."""
+
+@final
+class CompiledPod:
+    """A pod as the kernels see it; build once per pod object and reuse across attempts.
+
+    Raises ``ValueError`` naming the pod and field for a malformed toleration or a
+    negative request.
+    """
+
+    def __new__(
+        cls,
+        uid: str,
+        namespace: str,
+        name: str,
+        *,
+        requests: dict[str, int],
+        non_zero_cpu: int,
+        non_zero_memory: int,
+        node_name: str = ...,
+        tolerations: list[tuple[str, str, str, str]] = ...,
+        labels: dict[str, str] | None = None,
+        priority: int = 0,
+    ) -> CompiledPod: ...
+    @property
+    def uid(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def requests(self) -> dict[str, int]: ...
+
+@final
+class Profile:
+    """The Filter plugins (in order), Score plugins with weights, their args (upstream
+    JSON shape, keyed by plugin name) and the effective percentageOfNodesToScore."""
+
+    def __new__(
+        cls,
+        filters: list[str],
+        scores: list[tuple[str, int]],
+        plugin_args: dict[str, dict[str, object]] | None = None,
+        percentage_of_nodes_to_score: int = 0,
+    ) -> Profile: ...
+    @property
+    def filters(self) -> list[str]: ...
+    @property
+    def scores(self) -> list[tuple[str, int]]: ...
+    @property
+    def percentage_of_nodes_to_score(self) -> int: ...
+
+@final
+class ScheduleResult:
+    """The outcome of one attempt."""
+
+    @property
+    def node(self) -> str | None:
+        """The chosen node, or None when no node is feasible."""
+    @property
+    def evaluated_nodes(self) -> int: ...
+    @property
+    def feasible_nodes(self) -> int: ...
+    @property
+    def num_all_nodes(self) -> int: ...
+    @property
+    def statuses(self) -> list[tuple[str, bool, str, list[str]]]:
+        """``(node, unresolvable, plugin, reasons)`` of every rejected node, when no node
+        was feasible."""
+    @property
+    def scores(self) -> list[tuple[str, int]]:
+        """``(node, total)`` of every scored node, best first (only with ``explain``)."""
+    def reason_counts(self) -> dict[str, int]:
+        """How many nodes gave each reason."""
+
+@final
+class Snapshot:
+    """Nodes and the pods accounted on them, as columns over node slots."""
+
+    def __new__(cls, seed: int | None = None) -> Snapshot: ...
+    def upsert_node(
+        self,
+        name: str,
+        allocatable: dict[str, int],
+        labels: dict[str, str] | None = None,
+        taints: list[tuple[str, str, str]] = ...,
+        unschedulable: bool = False,
+    ) -> None: ...
+    def remove_node(self, name: str) -> bool: ...
+    def add_pod(self, pod: CompiledPod, node_name: str) -> None: ...
+    def assume(self, pod: CompiledPod, node_name: str) -> None: ...
+    def confirm(self, uid: str, node_name: str) -> bool: ...
+    def remove_pod(self, uid: str) -> bool: ...
+    def is_assumed(self, uid: str) -> bool | None: ...
+    def schedule(
+        self, pod: CompiledPod, profile: Profile, explain: bool = False
+    ) -> ScheduleResult: ...
+    @property
+    def num_nodes(self) -> int: ...
+    @property
+    def num_pods(self) -> int: ...
+    @property
+    def generation(self) -> int: ...
+    def node_names(self) -> list[str]: ...
+    def requested(self, node: str, resource: str) -> int | None: ...
+    def allocatable(self, node: str, resource: str) -> int | None: ...
+    def resource_columns(
+        self, resource: str
+    ) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+    def pod_counts(self) -> npt.NDArray[np.int64]: ...
