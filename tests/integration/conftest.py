@@ -1,0 +1,69 @@
+"""Fixtures for tests against the real control plane (kube-apiserver v1.36 + etcd v3.6).
+
+* ``control_plane`` (session): a started :class:`ksched.testing.controlplane.ControlPlane`.
+  The first run on a machine builds the binaries from Go modules (several minutes, progress
+  shown on the terminal); later runs reuse ``~/.cache/ksched/bin/``.
+* ``kubeconfig`` (session): path of the admin kubeconfig.
+* ``namespace`` (function): a fresh namespace; its pods are force-deleted afterwards (no
+  kube-controller-manager runs, so nothing else would clean them up).
+
+Every test under tests/integration is marked ``integration``.
+``KSCHED_SKIP_INTEGRATION=1`` skips them (e.g. on machines without Go).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ksched.testing.controlplane import ControlPlane, ensure_binaries
+
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.parent == _HERE or _HERE in item.path.parents:
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
+    if os.environ.get("KSCHED_SKIP_INTEGRATION", "") not in ("", "0"):
+        pytest.skip("KSCHED_SKIP_INTEGRATION is set")
+    # Show the (possibly long) first build on the terminal instead of capturing it.
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+    if capman is not None:
+        with capman.global_and_fixture_disabled():
+            bin_dir = ensure_binaries()
+    else:
+        bin_dir = ensure_binaries()
+    cp = ControlPlane(bin_dir=bin_dir)
+    cp.start()
+    try:
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(control_plane: ControlPlane) -> Path:
+    return control_plane.kubeconfig
+
+
+@pytest.fixture
+def namespace(control_plane: ControlPlane) -> Iterator[str]:
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    status, body = control_plane.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+    assert status == 201, body
+    yield name
+    control_plane.request(
+        "DELETE",
+        f"/api/v1/namespaces/{name}/pods",
+        {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0},
+    )
+    control_plane.request("DELETE", f"/api/v1/namespaces/{name}")
