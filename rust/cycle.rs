@@ -259,7 +259,7 @@ impl Snapshot {
         out.chosen = Some(self.select_host(&feasible, &totals));
         if keep_scores {
             let mut scored: Vec<(u32, i64)> = feasible.iter().copied().zip(totals).collect();
-            scored.sort_by(|a, b| b.1.cmp(&a.1));
+            scored.sort_by_key(|&(_, total)| std::cmp::Reverse(total));
             out.scores = scored;
         }
         out

@@ -34,7 +34,7 @@ def _simulate(args: argparse.Namespace) -> int:
         existing_pods=args.existing_pods,
         workload=args.workload,
         seed=args.seed,
-        progress=not args.no_progress and sys.stderr.isatty() or args.progress,
+        progress=(not args.no_progress and sys.stderr.isatty()) or args.progress,
     )
     print(report.format())
     if args.json:

@@ -82,9 +82,7 @@ class ClusterAPI(Protocol):
         """Record an ``events.k8s.io/v1`` Event."""
         ...
 
-    async def patch_pod_status(
-        self, *, namespace: str, name: str, patch: dict[str, Any]
-    ) -> None:
+    async def patch_pod_status(self, *, namespace: str, name: str, patch: dict[str, Any]) -> None:
         """Strategic-merge patch of the pod's status (conditions, nominatedNodeName)."""
         ...
 

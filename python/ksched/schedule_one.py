@@ -64,16 +64,14 @@ class Binder:
             await sched.api.bind(
                 namespace=pod.namespace, name=pod.name, uid=pod.uid, node_name=node
             )
-        except (APIError, OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, APIError, OSError) as exc:
             sched.stats.bind_errors += 1
             sched.cache.forget(pod.uid)
             if isinstance(exc, NotFound):
                 sched.queue.done(pod.uid)
                 return  # the pod is gone; nothing to retry
             log.warning("binding %s to %s failed: %s", pod.key, node, exc)
-            sched.recorder.failed_scheduling(
-                pod, f"Binding rejected: {exc}", profile_name
-            )
+            sched.recorder.failed_scheduling(pod, f"Binding rejected: {exc}", profile_name)
             sched.queue.requeue_after_error(info)
             return
         sched.stats.bound += 1
@@ -117,9 +115,7 @@ def schedule_one(sched: Scheduler, info: QueuedPodInfo) -> None:
     record_failure(sched, info, message, profile.scheduler_name)
 
 
-def record_failure(
-    sched: Scheduler, info: QueuedPodInfo, message: str, profile_name: str
-) -> None:
+def record_failure(sched: Scheduler, info: QueuedPodInfo, message: str, profile_name: str) -> None:
     """FailedScheduling event and the PodScheduled=False condition, in the background."""
     pod = info.pod
     log.debug("unable to schedule pod %s: %s", pod.key, message)

@@ -39,8 +39,9 @@ def test_higher_priority_first_then_earlier_enqueue(queue: SchedulingQueue, cloc
     assert queue.try_pop() is None
 
 
-@pytest.mark.parametrize(("attempts", "want"), [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0),
-                                                (5, 10.0), (9, 10.0)])
+@pytest.mark.parametrize(
+    ("attempts", "want"), [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (5, 10.0), (9, 10.0)]
+)
 def test_backoff_doubles_up_to_the_max(queue: SchedulingQueue, attempts: int, want: float):
     queue.add(parsed_pod("p"))
     info = queue.try_pop()
@@ -64,8 +65,9 @@ def test_failed_pod_waits_for_an_event_then_its_backoff(queue: SchedulingQueue, 
     assert queue.try_pop() is info
 
 
-def test_event_after_backoff_expired_goes_straight_to_active(queue: SchedulingQueue,
-                                                             clock: FakeClock):
+def test_event_after_backoff_expired_goes_straight_to_active(
+    queue: SchedulingQueue, clock: FakeClock
+):
     queue.add(parsed_pod("p"))
     info = queue.try_pop()
     assert info is not None
@@ -85,8 +87,9 @@ def test_event_during_the_cycle_is_not_lost(queue: SchedulingQueue):
     assert queue.counts()["unschedulable"] == 0
 
 
-def test_unschedulable_pods_are_flushed_after_five_minutes(queue: SchedulingQueue,
-                                                           clock: FakeClock):
+def test_unschedulable_pods_are_flushed_after_five_minutes(
+    queue: SchedulingQueue, clock: FakeClock
+):
     queue.add(parsed_pod("p"))
     info = queue.try_pop()
     assert info is not None

@@ -98,7 +98,7 @@ class Informer:
         while True:
             try:
                 listing = await self.api.list(kind=self.kind)
-            except (APIError, OSError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, APIError, OSError) as exc:
                 log.warning("%s informer: list failed: %s", self.kind, exc)
                 await asyncio.sleep(backoff * (1 + random.random()))
                 backoff = min(backoff * 2, _BACKOFF_MAX)
@@ -118,7 +118,7 @@ class Informer:
                     self.relists += 1
                     log.info("%s informer: resource version %s is gone; relisting", self.kind, rv)
                     break
-                except (APIError, OSError, asyncio.TimeoutError) as exc:
+                except (TimeoutError, APIError, OSError) as exc:
                     log.warning("%s informer: watch failed: %s; retrying", self.kind, exc)
                     await asyncio.sleep(backoff * (1 + random.random()))
                     backoff = min(backoff * 2, _BACKOFF_MAX)

@@ -8,7 +8,8 @@ from version ``rv`` first replays the history after ``rv`` and then follows live
 changes, and a version older than the history raises :class:`Gone` (the client must
 relist), exactly the contract informers rely on with a real API server.
 
-Bindings can be slowed down (``bind_delay``), held (``bind_gate``) or made to fail (``fail_bind``) so tests can exercise those paths.
+Bindings can be slowed down (``bind_delay``), held (``bind_gate``) or made to fail
+(``fail_bind``) so tests can exercise those paths.
 """
 
 from __future__ import annotations
@@ -137,9 +138,9 @@ class InMemoryCluster:
         watcher = _Watcher(kind)
         # Replay and registration happen without an await in between, so no event is
         # lost or seen twice.
-        for rv, k, ev in self._history:
+        for rv, k, past in self._history:
             if rv > since and k == kind:
-                watcher.queue.put_nowait(ev)
+                watcher.queue.put_nowait(past)
         self._watchers.append(watcher)
         try:
             while True:
@@ -173,7 +174,7 @@ class InMemoryCluster:
             raise Conflict(f"Precondition failed: UID in precondition: {uid}")
         spec = pod.get("spec") or {}
         if spec.get("nodeName"):
-            raise Conflict(f"pod {name} is already assigned to node \"{spec['nodeName']}\"")
+            raise Conflict(f'pod {name} is already assigned to node "{spec["nodeName"]}"')
         if node_name not in self._objects["nodes"]:
             # The API server accepts a binding to a node it does not know; so do we.
             pass

@@ -75,18 +75,21 @@ async def test_unschedulable_pod_is_reported_then_scheduled_when_a_node_arrives(
         c.create("pods", make_pod("big", cpu="2"))
         await wait_for(lambda: c.event_counts.get("FailedScheduling", 0) >= 1)
         failed = next(e for e in c.events if e["reason"] == "FailedScheduling")
-        want = (
-            "0/4 nodes are available: 1 node(s) were unschedulable, "
-            "3 Insufficient cpu."
-        )
+        want = "0/4 nodes are available: 1 node(s) were unschedulable, 3 Insufficient cpu."
         assert failed["note"] == want
-        await wait_for(lambda: any(
-            cond.get("reason") == "Unschedulable"
-            for cond in (c.get("pods", "default/big") or {})["status"].get("conditions", [])
-        ))
+        await wait_for(
+            lambda: any(
+                cond.get("reason") == "Unschedulable"
+                for cond in (c.get("pods", "default/big") or {})["status"].get("conditions", [])
+            )
+        )
         cond = c.get("pods", "default/big")["status"]["conditions"][0]  # type: ignore[index]
-        assert cond == {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                        "message": want}
+        assert cond == {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": want,
+        }
         c.create("nodes", make_node("large", cpu="4"))
         await wait_for(lambda: bound_pods(c).get("big") == "large", timeout=5)
 

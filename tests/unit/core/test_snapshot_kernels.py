@@ -42,9 +42,17 @@ def pod(
     )
 
 
-def node(snap: Snapshot, name: str, *, cpu: int = 4000, memory: int = 32 * GI, pods: int = 110,
-         extra: dict[str, int] | None = None, unschedulable: bool = False,
-         labels: dict[str, str] | None = None) -> None:
+def node(
+    snap: Snapshot,
+    name: str,
+    *,
+    cpu: int = 4000,
+    memory: int = 32 * GI,
+    pods: int = 110,
+    extra: dict[str, int] | None = None,
+    unschedulable: bool = False,
+    labels: dict[str, str] | None = None,
+) -> None:
     snap.upsert_node(
         name,
         {"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})},
@@ -90,8 +98,12 @@ def profile(*, strategy: str = "LeastAllocated", pct: int = 0, **fit_args: objec
             {},
             ["Insufficient example.com/gpu"],
         ),
-        ("extended-resource-present", {"extra": {"example.com/gpu": 2}},
-         {"extra": {"example.com/gpu": 2}}, []),
+        (
+            "extended-resource-present",
+            {"extra": {"example.com/gpu": 2}},
+            {"extra": {"example.com/gpu": 2}},
+            [],
+        ),
         ("best-effort-pod-only-checks-pod-count", {}, {"cpu": 0, "memory": 0}, []),
     ],
 )
@@ -201,8 +213,10 @@ def test_scoring_uses_non_zero_requests() -> None:
     assert r.scores[0][1] > r.scores[1][1]
 
 
-@pytest.mark.parametrize(("n", "pct", "want"), [(50, 0, 50), (1000, 0, 420), (5000, 0, 500),
-                                                 (5000, 30, 1500), (100_000, 0, 5000)])
+@pytest.mark.parametrize(
+    ("n", "pct", "want"),
+    [(50, 0, 50), (1000, 0, 420), (5000, 0, 500), (5000, 30, 1500), (100_000, 0, 5000)],
+)
 def test_num_feasible_nodes_to_find(n: int, pct: int, want: int) -> None:
     assert num_feasible_nodes_to_find(n, pct) == want
 
@@ -314,14 +328,22 @@ def test_columns_are_numpy_arrays_in_examination_order() -> None:
         ),
         (
             "negative-request",
-            lambda s: CompiledPod("u", "ns", "p", requests={"cpu": -1}, non_zero_cpu=0,
-                                  non_zero_memory=0),
+            lambda s: CompiledPod(
+                "u", "ns", "p", requests={"cpu": -1}, non_zero_cpu=0, non_zero_memory=0
+            ),
             "Pod ns/p: requests[cpu]",
         ),
         (
             "bad-toleration-operator",
-            lambda s: CompiledPod("u", "ns", "p", requests={}, non_zero_cpu=0,
-                                  non_zero_memory=0, tolerations=[("k", "Maybe", "", "")]),
+            lambda s: CompiledPod(
+                "u",
+                "ns",
+                "p",
+                requests={},
+                non_zero_cpu=0,
+                non_zero_memory=0,
+                tolerations=[("k", "Maybe", "", "")],
+            ),
             "Pod ns/p: spec.tolerations[0].operator",
         ),
         (
@@ -331,8 +353,11 @@ def test_columns_are_numpy_arrays_in_examination_order() -> None:
         ),
         (
             "bad-scoring-strategy",
-            lambda s: Profile([], [("NodeResourcesFit", 1)],
-                              {"NodeResourcesFit": {"scoringStrategy": {"type": "Random"}}}),
+            lambda s: Profile(
+                [],
+                [("NodeResourcesFit", 1)],
+                {"NodeResourcesFit": {"scoringStrategy": {"type": "Random"}}},
+            ),
             "NodeResourcesFitArgs.scoringStrategy.type",
         ),
     ],

@@ -128,7 +128,7 @@ class SchedulingQueue:
     def backoff_duration(self, info: QueuedPodInfo) -> float:
         if info.attempts <= 0:
             return 0.0
-        d = self.initial_backoff * (2 ** (info.attempts - 1))
+        d = self.initial_backoff * 2.0 ** (info.attempts - 1)
         return min(d, self.max_backoff)
 
     def backoff_expiry(self, info: QueuedPodInfo) -> float:
@@ -151,9 +151,7 @@ class SchedulingQueue:
         if self.has(pod.uid):
             self.update(pod, compiled)
             return
-        info = QueuedPodInfo(
-            pod=pod, compiled=compiled or compile_pod(pod), timestamp=self.clock()
-        )
+        info = QueuedPodInfo(pod=pod, compiled=compiled or compile_pod(pod), timestamp=self.clock())
         self._admit(info)
 
     def _admit(self, info: QueuedPodInfo) -> None:
@@ -167,9 +165,9 @@ class SchedulingQueue:
     def update(self, pod: Pod, compiled: CompiledPod | None = None) -> None:
         """An unscheduled pod changed: keep its history, use the new object."""
         uid = pod.uid
-        if uid in self._in_flight:
-            info = self._in_flight[uid]
-            info.pod, info.compiled = pod, compiled or compile_pod(pod)
+        flying = self._in_flight.get(uid)
+        if flying is not None:
+            flying.pod, flying.compiled = pod, compiled or compile_pod(pod)
             return
         info = self._remove_everywhere(uid)
         if info is None:

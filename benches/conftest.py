@@ -1,0 +1,1 @@
+"""Benchmarks run on a release build (``make bench``); they are not part of ``make test``."""
