@@ -223,3 +223,21 @@ def test_data_survives_apiserver_restart(
     cp.restart_apiserver(kill=True)
     status, body = cp.request("GET", f"/api/v1/namespaces/{namespace}/pods")
     assert status == 200 and _names(body) == {"before", "after"}
+
+
+def test_upstream_kube_scheduler_binds_a_pod(
+    control_plane: ControlPlane, namespace: str, node: str
+) -> None:
+    cp = control_plane
+    with cp.start_kube_scheduler() as sched:
+        status, pod = cp.request("POST", f"/api/v1/namespaces/{namespace}/pods", _pod("sched-me"))
+        assert status == 201, pod
+        deadline = time.monotonic() + 60
+        while True:
+            _, pod = cp.request("GET", f"/api/v1/namespaces/{namespace}/pods/sched-me")
+            if pod["spec"].get("nodeName") or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert pod["spec"].get("nodeName"), (pod["status"], sched.log_path.read_text()[-3000:])
+        assert "scheduler_schedule_attempts_total" in sched.metrics()
+    assert not sched.alive()

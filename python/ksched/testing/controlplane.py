@@ -58,7 +58,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -71,6 +71,7 @@ __all__ = [
     "BINARIES",
     "ControlPlane",
     "ControlPlaneError",
+    "KubeScheduler",
     "build_script",
     "control_plane",
     "ensure_binaries",
@@ -349,6 +350,80 @@ class _Proc:
         self.log.close()
 
 
+class KubeScheduler:
+    """An upstream kube-scheduler v1.36 process started by
+    :meth:`ControlPlane.start_kube_scheduler`.
+
+    ``port`` serves ``/healthz``, ``/readyz`` and ``/metrics`` over HTTPS (self-signed);
+    :meth:`metrics` fetches the Prometheus text as the admin.
+    """
+
+    def __init__(self, cp: ControlPlane, proc: _Proc, port: int, config_path: Path) -> None:
+        self._cp = cp
+        self._proc = proc
+        self.port = port
+        self.config_path = config_path
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
+    def log_path(self) -> Path:
+        return self._proc.log_path
+
+    def alive(self) -> bool:
+        return self._proc.alive()
+
+    def _get(self, path: str, timeout: float = 5.0) -> tuple[int, str]:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.load_cert_chain(str(self._cp.client_cert_file), str(self._cp.client_key_file))
+        req = urllib.request.Request(f"https://127.0.0.1:{self.port}{path}")
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=timeout) as r:
+                return r.status, r.read().decode(errors="replace")
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode(errors="replace")
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if not self.alive():
+                raise ControlPlaneError(
+                    f"kube-scheduler exited (code {self._proc.popen.returncode}); "
+                    f"log tail:\n{_tail(self.log_path)}"
+                )
+            with contextlib.suppress(OSError):
+                if self._get("/healthz", timeout=2)[0] == 200:
+                    return
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(
+                    f"kube-scheduler not healthy after {timeout:.0f}s; "
+                    f"log tail:\n{_tail(self.log_path)}"
+                )
+            time.sleep(0.1)
+
+    def metrics(self) -> str:
+        """The scheduler's ``/metrics`` text (admin client cert, RBAC-authorized)."""
+        status, text = self._get("/metrics", timeout=30)
+        if status != 200:
+            raise ControlPlaneError(f"/metrics answered {status}: {text[:500]}")
+        return text
+
+    def stop(self, *, kill: bool = False) -> None:
+        self._proc.stop(kill=kill)
+        with contextlib.suppress(ValueError):
+            self._cp._schedulers.remove(self)
+
+    def __enter__(self) -> KubeScheduler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
 # ------------------------------------------------------------------------ ControlPlane
 
 
@@ -399,6 +474,7 @@ class ControlPlane:
         self._ssl: ssl.SSLContext | None = None
         self._lock = threading.Lock()
         self._started = False
+        self._schedulers: list[KubeScheduler] = []
 
     # ----------------------------------------------------------------- properties
 
@@ -499,6 +575,8 @@ class ControlPlane:
             self._stop_locked()
 
     def _stop_locked(self) -> None:
+        for sched in list(self._schedulers):
+            sched.stop()
         if self._apiserver is not None:
             self._apiserver.stop()
             self._apiserver = None
@@ -592,6 +670,52 @@ class ControlPlane:
         path = self.workdir / f"{safe}.kubeconfig"
         self._write_kubeconfig(path, cert_file, key_file, user)
         return path
+
+    def start_kube_scheduler(
+        self,
+        config: Mapping[str, Any] | None = None,
+        *,
+        args: Sequence[str] = (),
+        wait: bool = True,
+    ) -> KubeScheduler:
+        """Run the upstream kube-scheduler (same v1.36 build) against this apiserver.
+
+        ``config`` is a ``KubeSchedulerConfiguration`` (``kubescheduler.config.k8s.io/v1``)
+        as a dict; ``clientConnection.kubeconfig`` defaults to the admin kubeconfig and
+        leader election defaults to off. The scheduler serves HTTPS on a free loopback
+        port (``.port``). Stopped by :meth:`KubeScheduler.stop` or :meth:`stop`.
+        """
+        if not self._started:
+            raise ControlPlaneError("control plane is not started")
+        cfg: dict[str, Any] = json.loads(json.dumps(dict(config or {})))
+        cfg.setdefault("apiVersion", "kubescheduler.config.k8s.io/v1")
+        cfg.setdefault("kind", "KubeSchedulerConfiguration")
+        cfg.setdefault("clientConnection", {}).setdefault("kubeconfig", str(self.kubeconfig))
+        cfg.setdefault("leaderElection", {}).setdefault("leaderElect", False)
+        n = len(list(self.workdir.glob("kube-scheduler-*.config.json")))
+        config_path = self.workdir / f"kube-scheduler-{n}.config.json"
+        _write(config_path, json.dumps(cfg, indent=2).encode())
+        port = _free_port()
+        argv = [
+            str(self.kube_scheduler),
+            f"--config={config_path}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            f"--v={self.verbosity}",
+            *args,
+        ]
+        proc = _Proc("kube-scheduler", argv, self.workdir / f"kube-scheduler-{n}.log")
+        sched = KubeScheduler(self, proc, port, config_path)
+        self._schedulers.append(sched)
+        if wait:
+            try:
+                sched.wait_healthy()
+            except BaseException:
+                sched.stop(kill=True)
+                raise
+        return sched
 
     def kubernetes_client(self, kubeconfig: Path | None = None) -> Any:
         """A ``kubernetes.client.ApiClient`` for the admin (or the given kubeconfig)."""
