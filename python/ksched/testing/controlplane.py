@@ -558,8 +558,18 @@ class ControlPlane:
                 t0 = time.monotonic()
                 self._write_pki()
                 self._start_etcd()
-                self.port = _free_port()
-                self._start_apiserver()
+                for attempt in range(3):
+                    self.port = _free_port()
+                    try:
+                        self._start_apiserver()
+                        break
+                    except ControlPlaneError:
+                        # Lost the race for the free port to another process: try another.
+                        if attempt == 2 or "address already in use" not in _tail(
+                            self.apiserver_log, 30
+                        ):
+                            raise
+                        self._apiserver = None
                 self._write_kubeconfig(
                     self.kubeconfig, self.client_cert_file, self.client_key_file, "ksched-admin"
                 )
