@@ -1,0 +1,224 @@
+"""The real :class:`ksched.cluster.ClusterAPI`: a kube-apiserver over HTTPS.
+
+:class:`KubeClusterAPI` behaves like the embedded cluster (:mod:`ksched.sim.cluster`) so
+the scheduler runs unchanged on either:
+
+* ``list`` pages through the collection (``limit``/``continue``, as client-go's pager;
+  an expired continue token falls back to one full list) and returns the listing's
+  resource version;
+* ``watch`` streams events after a version (:mod:`ksched.client.watching`), raising
+  :class:`~ksched.cluster.Gone` on 410;
+* ``bind`` POSTs a ``Binding`` to ``pods/{name}/binding`` with the pod's UID;
+* ``create_event`` POSTs an ``events.k8s.io/v1`` Event through a rate limiter of its
+  own, as kube-scheduler gives its event recorder a client of its own;
+* ``patch_pod_status`` sends a strategic-merge patch to ``pods/{name}/status`` and
+  retries as upstream's ``util.PatchPodStatus`` (``retry.DefaultBackoff`` on internal
+  errors, unavailability, refused connections; also on conflicts);
+* ``delete_pod`` deletes with a UID precondition.
+
+The pod collection is listed and watched with kube-scheduler's field selector
+``status.phase!=Succeeded,status.phase!=Failed``: a pod that finishes leaves the watch
+as DELETED, which frees its resources exactly as the scheduler's handling of a terminal
+pod would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import orjson
+
+from ksched.client.kubeconfig import ClientConfig, load_client_config
+from ksched.client.ratelimit import TokenBucket
+from ksched.client.rest import STRATEGIC_MERGE_PATCH, RestClient
+from ksched.client.watching import watch
+from ksched.cluster import APIError, Gone, Kind, ListResult, WatchEvent
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: kube-scheduler's pod informer excludes finished pods.
+POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+#: client-go's pager page size.
+PAGE_SIZE = 500
+
+_PATHS: dict[str, str] = {"pods": "/api/v1/pods", "nodes": "/api/v1/nodes"}
+
+# retry.DefaultBackoff: 4 steps from 10ms, factor 5, jitter 0.1.
+_PATCH_BACKOFF = (0.01, 0.05, 0.25, 1.25)
+
+
+def _pod_path(namespace: str, name: str, sub: str = "") -> str:
+    path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}"
+    return f"{path}/{sub}" if sub else path
+
+
+def _status_retriable(exc: APIError) -> bool:
+    """upstream ``util.Retriable`` (internal error, unavailable, refused) plus conflicts."""
+    return exc.status in (0, 409, 500, 503)
+
+
+async def retry_on(
+    fn: Callable[[], Awaitable[T]],
+    retriable: Callable[[APIError], bool],
+    backoff: tuple[float, ...] = _PATCH_BACKOFF,
+) -> T:
+    """``retry.OnError``: call ``fn`` until it succeeds, fails for good, or steps run out."""
+    for delay in backoff:
+        try:
+            return await fn()
+        except APIError as exc:
+            if not retriable(exc):
+                raise
+            log.debug("retrying after %s", exc)
+        await asyncio.sleep(delay * (1.0 + 0.1 * random.random()))
+    return await fn()
+
+
+class KubeClusterAPI:
+    """A ClusterAPI over one API server. Use in one event loop; :meth:`close` at the end."""
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        page_size: int = PAGE_SIZE,
+        pod_field_selector: str = POD_FIELD_SELECTOR,
+        min_watch_timeout: float | None = None,
+        request_timeout: float | None = None,
+    ) -> None:
+        self.config = config
+        kwargs: dict[str, Any] = {}
+        if request_timeout is not None:
+            kwargs["request_timeout"] = request_timeout
+        self.rest = RestClient(config, **kwargs)
+        #: kube-scheduler's event recorder uses a client (and a rate limit) of its own.
+        self.event_limiter = TokenBucket(config.qps, config.burst)
+        self.page_size = page_size
+        self.pod_field_selector = pod_field_selector
+        self.min_watch_timeout = min_watch_timeout
+        self.binds = 0
+
+    async def close(self) -> None:
+        await self.rest.close()
+
+    async def __aenter__(self) -> KubeClusterAPI:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _selector(self, kind: Kind) -> dict[str, str]:
+        if kind == "pods" and self.pod_field_selector:
+            return {"fieldSelector": self.pod_field_selector}
+        return {}
+
+    # ---- ClusterAPI: reads ---------------------------------------------------------
+
+    async def list(self, *, kind: Kind) -> ListResult:
+        path = _PATHS[kind]
+        base = self._selector(kind)
+        items: list[dict[str, Any]] = []
+        resource_version = ""
+        cont = ""
+        while True:
+            params = dict(base)
+            if self.page_size > 0:
+                params["limit"] = str(self.page_size)
+            if cont:
+                params["continue"] = cont
+            try:
+                page = await self.rest.request_json("GET", path, params=params)
+            except Gone:
+                if not cont:
+                    raise
+                # The continue token expired mid-listing: one full list instead.
+                log.info("%s list: continue token expired; listing without pages", kind)
+                page = await self.rest.request_json("GET", path, params=base)
+                items = []
+                cont = ""
+            meta = page.get("metadata") or {}
+            if not resource_version or not cont:
+                resource_version = str(meta.get("resourceVersion") or "")
+            items.extend(page.get("items") or ())
+            cont = str(meta.get("continue") or "")
+            if not cont:
+                return ListResult(items=items, resource_version=resource_version)
+
+    def watch(self, *, kind: Kind, resource_version: str) -> AsyncIterator[WatchEvent]:
+        kwargs: dict[str, Any] = {}
+        if self.min_watch_timeout is not None:
+            kwargs["timeout_seconds"] = max(
+                1, int(self.min_watch_timeout * (1.0 + random.random()))
+            )
+        return watch(
+            self.rest,
+            _PATHS[kind],
+            resource_version=resource_version,
+            params=self._selector(kind),
+            **kwargs,
+        )
+
+    # ---- ClusterAPI: writes --------------------------------------------------------
+
+    async def bind(self, *, namespace: str, name: str, uid: str, node_name: str) -> None:
+        binding: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        if uid:
+            binding["metadata"]["uid"] = uid
+        self.binds += 1
+        await self.rest.request(
+            "POST", _pod_path(namespace, name, "binding"), body=orjson.dumps(binding)
+        )
+
+    async def create_event(self, *, event: dict[str, Any]) -> None:
+        namespace = (event.get("metadata") or {}).get("namespace") or "default"
+        await self.rest.request(
+            "POST",
+            f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events",
+            body=orjson.dumps(event),
+            limiter=self.event_limiter,
+        )
+
+    async def patch_pod_status(self, *, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        body = orjson.dumps(patch)
+        path = _pod_path(namespace, name, "status")
+
+        async def send() -> bytes:
+            return await self.rest.request(
+                "PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH
+            )
+
+        await retry_on(send, _status_retriable)
+
+    async def delete_pod(self, *, namespace: str, name: str, uid: str) -> None:
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        await self.rest.request("DELETE", _pod_path(namespace, name), body=orjson.dumps(options))
+
+
+def connect(
+    *,
+    kubeconfig: str = "",
+    master: str = "",
+    context: str | None = None,
+    qps: float = 50.0,
+    burst: int = 100,
+    **kwargs: Any,
+) -> KubeClusterAPI:
+    """A :class:`KubeClusterAPI` configured as kube-scheduler's ``--kubeconfig``/``--master``."""
+    config = load_client_config(
+        kubeconfig=kubeconfig, master=master, context=context, qps=qps, burst=burst
+    )
+    return KubeClusterAPI(config, **kwargs)

@@ -1,0 +1,316 @@
+"""Async HTTP to the API server: one aiohttp session, JSON bytes in and out.
+
+Every request goes through the client-side rate limit (:mod:`ksched.client.ratelimit`)
+and carries ``Accept: application/json``; bodies are bytes the caller encoded with
+orjson, and responses come back as raw bytes for ``orjson.loads`` (never decoded to
+``str`` first, never turned into the ``kubernetes`` package's model classes). Protobuf
+(kube-scheduler's default ``clientConnection.contentType``) is not implemented: ksched
+always speaks JSON.
+
+Failures become the exceptions of :mod:`ksched.cluster`: a ``Status`` body is mapped by
+its code (404 → :class:`NotFound`, 409 → :class:`Conflict`, 410 → :class:`Gone`, others
+→ :class:`APIError` with the server's reason and message); a connection that fails or
+breaks becomes ``APIError(0, "ConnectionError", …)`` and a timeout stays a
+:class:`TimeoutError`, so callers handle exactly ``(TimeoutError, APIError, OSError)``.
+
+Retries follow client-go's ``rest.Request``: a ``429`` or ``5xx`` answer that carries
+``Retry-After`` is retried after that many seconds (at most :data:`MAX_RETRIES` times,
+any verb); a GET whose connection was reset or closed early is retried (writes are not:
+they may have happened); a ``401`` re-reads expiring credentials once and retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import aiohttp
+import orjson
+
+from ksched.client.kubeconfig import ClientConfig
+from ksched.client.ratelimit import TokenBucket
+from ksched.cluster import APIError, Conflict, Gone, NotFound
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+#: client-go's maxRetries for Retry-After answers.
+MAX_RETRIES = 10
+#: Retries of a GET whose connection broke (reset, closed before the answer).
+GET_CONNECTION_RETRIES = 3
+#: Upper bound on one Retry-After wait, in seconds.
+MAX_RETRY_AFTER = 60.0
+#: Default timeout of a request that is not a watch, in seconds.
+REQUEST_TIMEOUT = 60.0
+
+_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    410: "Expired",
+    413: "RequestEntityTooLarge",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+def status_error(code: int, reason: str, message: str) -> APIError:
+    """The :mod:`ksched.cluster` exception for a ``Status`` with this code."""
+    exc: APIError
+    if code == 404:
+        exc = NotFound(message)
+    elif code == 409:
+        exc = Conflict(message)
+    elif code == 410:
+        exc = Gone(message)
+    else:
+        return APIError(code, reason or _REASONS.get(code, "Unknown"), message)
+    if reason:
+        exc.reason = reason  # e.g. AlreadyExists (409), Expired (410)
+    return exc
+
+
+def error_from_response(status: int, body: bytes) -> APIError:
+    """Map a non-2xx answer (usually a ``Status`` object) to an exception."""
+    reason, message, code = "", "", status
+    try:
+        doc = orjson.loads(body) if body else None
+    except orjson.JSONDecodeError:
+        doc = None
+    if isinstance(doc, dict) and doc.get("kind") == "Status":
+        reason = str(doc.get("reason") or "")
+        message = str(doc.get("message") or "")
+        if isinstance(doc.get("code"), int) and doc["code"] >= 400:
+            code = doc["code"]
+    else:
+        message = body[:1000].decode("utf-8", errors="replace").strip()
+    return status_error(code, reason, message or _REASONS.get(code, f"HTTP {status}"))
+
+
+def _retry_after(resp: aiohttp.ClientResponse) -> float | None:
+    if resp.status != 429 and resp.status < 500:
+        return None
+    value = resp.headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        seconds = float(int(value.strip()))
+    except ValueError:
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
+def _connection_broke(exc: BaseException) -> bool:
+    """A reset or early close: the request may be repeated if it was a read."""
+    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
+        return True
+    if isinstance(exc, aiohttp.ClientOSError) and not isinstance(exc, aiohttp.ClientConnectorError):
+        return True
+    return isinstance(exc, ConnectionResetError)
+
+
+def connection_error(method: str, path: str, exc: BaseException) -> APIError:
+    return APIError(0, "ConnectionError", f"{method} {path}: {type(exc).__name__}: {exc}")
+
+
+class RestClient:
+    """The HTTP client of one :class:`ClientConfig`. Create and use it in one event loop."""
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        limiter: TokenBucket | None = None,
+        request_timeout: float = REQUEST_TIMEOUT,
+        max_connections: int = 256,
+    ) -> None:
+        self.config = config
+        self.limiter = limiter if limiter is not None else TokenBucket(config.qps, config.burst)
+        self.request_timeout = request_timeout
+        self._max_connections = max_connections
+        self._session: aiohttp.ClientSession | None = None
+        #: Requests sent (attempts, watches included) and retries, for tests and metrics.
+        self.requests = 0
+        self.retries = 0
+
+    # ---- session -------------------------------------------------------------------
+
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            ctx = self.config.ssl_context
+            connector = aiohttp.TCPConnector(
+                ssl=ctx if ctx is not None else True,
+                limit=self._max_connections,
+                enable_cleanup_closed=True,
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers={"User-Agent": self.config.user_agent, "Accept": JSON},
+                skip_auto_headers=("Content-Type",),
+                auto_decompress=True,
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+
+    async def __aenter__(self) -> RestClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _headers(self, content_type: str | None, *, force_auth: bool) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        auth = await self.config.credentials.header(force=force_auth)
+        if auth:
+            headers["Authorization"] = auth
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    def url(self, path: str) -> str:
+        return self.config.host + path
+
+    # ---- requests ------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        content_type: str = JSON,
+        limiter: TokenBucket | None = None,
+        timeout: float | None = None,
+    ) -> bytes:
+        """Send one request (with client-go's retries); return the 2xx body."""
+        limiter = limiter or self.limiter
+        client_timeout = aiohttp.ClientTimeout(total=timeout or self.request_timeout)
+        attempt = 0
+        broken = 0
+        reauth = False
+        while True:
+            await limiter.acquire()
+            headers = await self._headers(
+                content_type if body is not None else None, force_auth=reauth
+            )
+            self.requests += 1
+            try:
+                async with self.session().request(
+                    method,
+                    self.url(path),
+                    params=params,
+                    data=body,
+                    headers=headers,
+                    timeout=client_timeout,
+                    proxy=self.config.proxy,
+                    server_hostname=self.config.server_hostname,
+                ) as resp:
+                    raw = await resp.read()
+                    if 200 <= resp.status < 300:
+                        return raw
+                    wait = _retry_after(resp)
+                    status = resp.status
+            except TimeoutError as exc:
+                raise TimeoutError(f"{method} {path}: timed out") from exc
+            except (aiohttp.ClientError, OSError) as exc:
+                if method == "GET" and broken < GET_CONNECTION_RETRIES and _connection_broke(exc):
+                    broken += 1
+                    self.retries += 1
+                    await asyncio.sleep(0.1 * 2**broken)
+                    continue
+                raise connection_error(method, path, exc) from exc
+            if status == 401 and not reauth and self.config.credentials.refreshable:
+                reauth = True
+                self.retries += 1
+                continue
+            if wait is not None and attempt < MAX_RETRIES:
+                attempt += 1
+                self.retries += 1
+                log.debug("%s %s: %d, retrying in %.1fs", method, path, status, wait)
+                await asyncio.sleep(wait)
+                continue
+            raise error_from_response(status, raw)
+
+    async def request_json(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        limiter: TokenBucket | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """:meth:`request` with an orjson-encoded body and a decoded answer."""
+        raw = await self.request(
+            method,
+            path,
+            params=params,
+            body=None if body is None else orjson.dumps(body),
+            content_type=content_type,
+            limiter=limiter,
+            timeout=timeout,
+        )
+        try:
+            return orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError as exc:
+            raise APIError(0, "DecodeError", f"{method} {path}: {exc}") from exc
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        path: str,
+        *,
+        params: Mapping[str, str],
+        read_timeout: float,
+        limiter: TokenBucket | None = None,
+    ) -> AsyncIterator[aiohttp.StreamReader]:
+        """GET a streaming response (a watch); yields its body once the status is 200.
+
+        Failures while connecting or while the caller reads the body are mapped like
+        :meth:`request`'s; no retries here (the informer decides).
+        """
+        await (limiter or self.limiter).acquire()
+        headers = await self._headers(None, force_auth=False)
+        self.requests += 1
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=read_timeout)
+        try:
+            async with self.session().get(
+                self.url(path),
+                params=params,
+                headers=headers,
+                timeout=timeout,
+                proxy=self.config.proxy,
+                server_hostname=self.config.server_hostname,
+            ) as resp:
+                if resp.status != 200:
+                    raw = await resp.read()
+                    if resp.status == 401:
+                        await self.config.credentials.header(force=True)
+                    raise error_from_response(resp.status, raw)
+                yield resp.content
+        except TimeoutError as exc:
+            raise TimeoutError(f"GET {path}: no data for {read_timeout:.0f}s") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            if isinstance(exc, APIError):
+                raise
+            raise connection_error("GET", path, exc) from exc
