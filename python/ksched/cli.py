@@ -43,6 +43,41 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0 if report.scheduled >= report.pods else 1
 
 
+def _bool_flag(text: str) -> bool:
+    """A Go ``strconv.ParseBool`` value, as kube-scheduler's boolean flags take."""
+    if text in ("1", "t", "T", "true", "TRUE", "True"):
+        return True
+    if text in ("0", "f", "F", "false", "FALSE", "False"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean value {text!r}")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ksched import run
+
+    return run.main(args)
+
+
+def _add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``ksched run``: kube-scheduler's flags for scheduling a real cluster."""
+    p = sub.add_parser("run", help="schedule a real cluster until SIGTERM")
+    p.add_argument("--config", help="KubeSchedulerConfiguration file")
+    p.add_argument("--kubeconfig", help="overrides clientConnection.kubeconfig")
+    p.add_argument("--master", default="", help="API server URL (overrides the kubeconfig)")
+    p.add_argument(
+        "--leader-elect",
+        type=_bool_flag,
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="BOOL",
+        help="overrides leaderElection.leaderElect (leader election is not implemented yet)",
+    )
+    p.add_argument("--write-config-to", help="write the effective configuration and exit")
+    p.add_argument("-v", "--v", dest="verbosity", type=int, default=argparse.SUPPRESS)
+    p.set_defaults(func=_run)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ksched", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"ksched {__version__}")
@@ -59,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--progress", action="store_true", help="progress bar even without a tty")
     sim.add_argument("--no-progress", action="store_true")
     sim.set_defaults(func=_simulate)
+    _add_run_command(sub)
     return parser
 
 
