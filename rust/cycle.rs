@@ -1,22 +1,41 @@
-//! One scheduling attempt over the snapshot: PreFilter, Filter with sampling, Score,
-//! normalize, weighted sum, select.
+//! One scheduling attempt over the snapshot: PreFilter, Filter with sampling, PreScore,
+//! Score, NormalizeScore, weighted sum, select.
 //!
 //! The attempt behaves as if nodes were examined one by one in the snapshot's
 //! zone-interleaved order, starting where the previous attempt stopped, until
 //! `numFeasibleNodesToFind` feasible nodes are found: nodes are filtered in waves (in
-//! parallel when a wave is large), and the first feasible nodes in order are kept, so
-//! the result does not depend on thread timing. The start index then advances by the
-//! number of nodes examined, as upstream's `nextStartNodeIndex` does. Ties on the best
-//! total score are broken uniformly at random.
+//! parallel when a wave is large), and the first feasible nodes in order are kept, so the
+//! result does not depend on thread timing. The start index then advances by the number
+//! of nodes examined, as upstream's `nextStartNodeIndex` does. Ties on the best total
+//! score are broken uniformly at random.
+//!
+//! All per-pod work (resolving strings to ids, counting pods per topology domain, ...) is
+//! done once in [`Snapshot::prefilter`]; the per-node kernels only read that state.
 
+use ahash::AHashMap;
 use rand::Rng;
 use rayon::prelude::*;
 
+use crate::normalize::default_normalize;
+use crate::plugins::image_locality::{self, ImageState};
+use crate::plugins::inter_pod_affinity::{
+    self as ipa, add_count, CompiledAffinity, IpaFilterState,
+};
+use crate::plugins::node_affinity::{self, NodeAffinityState};
+use crate::plugins::node_ports::{self, HostPort};
 use crate::plugins::node_resources_fit::{self as fit, FilterState, ScoreState};
-use crate::plugins::{node_name, node_unschedulable, Plugin, Reject};
+use crate::plugins::pod_topology_spread::{
+    self as pts, Constraint, SpreadFilterState, Unsatisfiable,
+};
+use crate::plugins::taint_toleration::{self, TaintState};
+use crate::plugins::{
+    balanced_allocation, node_name, node_unschedulable, Plugin, Reject,
+    DETAIL_NOT_IN_PREFILTER_RESULT,
+};
 use crate::pod::CompiledPod;
 use crate::profile::Profile;
 use crate::sample::num_feasible_nodes_to_find;
+use crate::selector::intern_labels;
 use crate::snapshot::Snapshot;
 
 /// Waves at least this large are filtered in parallel.
@@ -29,11 +48,30 @@ const MIN_WAVE: usize = 256;
 /// Per-pod state computed once per attempt (upstream's PreFilter/PreScore cycle state).
 #[derive(Debug, Default)]
 pub struct PodState {
+    pub namespace: u32,
+    pub labels: Vec<(u32, u32)>,
     pub tolerates_unschedulable: bool,
     /// `None`: the pod names no node. `Some(None)`: it names a node not in the snapshot.
     pub node_name: Option<Option<u32>>,
+    pub taints: TaintState,
+    pub node_affinity: NodeAffinityState,
+    /// NodeAffinity's PreFilter result: only these nodes are examined.
+    pub allowed: Option<Vec<u32>>,
+    /// A PreFilter rejected the pod outright: `(plugin, message)`.
+    pub prefilter_reject: Option<(Plugin, String)>,
+    pub ports: Vec<HostPort>,
     pub fit: FilterState,
     pub fit_score: ScoreState,
+    /// `None` when BalancedAllocation skips this pod (best effort) or is not enabled.
+    pub balanced_score: Option<ScoreState>,
+    pub images: ImageState,
+    pub spread: SpreadFilterState,
+    pub spread_score: Vec<Constraint>,
+    pub spread_require_all: bool,
+    pub ipa: IpaFilterState,
+    /// The profile's Filter plugins that can reject some node for this pod, in profile
+    /// order; the others are no-ops for this pod and skipped on every node.
+    pub active_filters: Vec<Plugin>,
 }
 
 /// The result of one attempt.
@@ -53,9 +91,38 @@ pub struct Outcome {
     pub state: Option<PodState>,
 }
 
+/// One node's full evaluation, for `explain`.
+#[derive(Debug)]
+pub struct NodeExplain {
+    pub slot: u32,
+    pub reject: Option<Reject>,
+    /// `(plugin, raw, normalized)` for feasible nodes.
+    pub scores: Vec<(Plugin, i64, i64)>,
+    pub total: i64,
+}
+
+fn map_nodes<F>(nodes: &[u32], f: F) -> Vec<i64>
+where
+    F: Fn(u32) -> i64 + Sync + Send,
+{
+    if nodes.len() >= PARALLEL_MIN_NODES {
+        nodes
+            .par_iter()
+            .with_min_len(PARALLEL_CHUNK)
+            .map(|&s| f(s))
+            .collect()
+    } else {
+        nodes.iter().map(|&s| f(s)).collect()
+    }
+}
+
 impl Snapshot {
     pub fn prefilter(&mut self, pod: &CompiledPod, profile: &Profile) -> PodState {
+        let uses = |p: Plugin| profile.filters.contains(&p) || profile.has_score(p);
+        let namespace = self.interner.intern(&pod.namespace);
+        let labels = intern_labels(&pod.labels, &mut self.interner);
         let mut st = PodState {
+            namespace,
             tolerates_unschedulable: node_unschedulable::tolerates_unschedulable(&pod.tolerations),
             node_name: if pod.node_name.is_empty() {
                 None
@@ -64,27 +131,229 @@ impl Snapshot {
             },
             ..PodState::default()
         };
+        let spread = uses(Plugin::PodTopologySpread);
+        if uses(Plugin::TaintToleration) || spread {
+            st.taints = taint_toleration::prefilter(&pod.tolerations, &mut self.interner);
+        }
+        if uses(Plugin::NodeAffinity) || spread {
+            st.node_affinity = node_affinity::prefilter(
+                self,
+                &pod.node_selector,
+                &pod.node_affinity,
+                &profile.node_affinity,
+            );
+        }
+        if profile.filters.contains(&Plugin::NodeAffinity) {
+            if let Some(names) = node_affinity::node_name_restriction(&pod.node_affinity) {
+                if names.is_empty() {
+                    st.prefilter_reject = Some((
+                        Plugin::NodeAffinity,
+                        node_affinity::ERR_REASON_CONFLICT.to_string(),
+                    ));
+                } else {
+                    st.allowed = Some(names.iter().filter_map(|n| self.slot_of(n)).collect());
+                }
+            }
+        }
+        if profile.filters.contains(&Plugin::NodePorts) {
+            st.ports = node_ports::compile(&pod.host_ports, &mut self.interner);
+        }
         if profile.filters.contains(&Plugin::NodeResourcesFit) {
             st.fit = fit::prefilter(self, pod, &profile.fit);
         }
         if profile.has_score(Plugin::NodeResourcesFit) {
             st.fit_score = fit::prescore(self, pod, &profile.fit.resources, false);
         }
+        if profile.has_score(Plugin::NodeResourcesBalancedAllocation) {
+            let s = fit::prescore(self, pod, &profile.balanced.resources, true);
+            if s.resources.iter().any(|&(_, req, _)| req != 0) {
+                st.balanced_score = Some(s);
+            }
+        }
+        if profile.has_score(Plugin::ImageLocality) {
+            st.images = image_locality::prefilter(&pod.images, &mut self.interner);
+        }
+        if spread {
+            let filter_constraints = pts::constraints_for(
+                self,
+                &pod.spread_constraints,
+                pod.default_spread_selector.as_ref(),
+                &labels,
+                &profile.spread,
+                Unsatisfiable::DoNotSchedule,
+            );
+            if profile.filters.contains(&Plugin::PodTopologySpread) {
+                self.ensure_order();
+                st.spread = pts::prefilter(
+                    self,
+                    filter_constraints,
+                    namespace,
+                    &labels,
+                    &st.node_affinity.required,
+                    &st.taints,
+                    &self.order,
+                );
+            }
+            if profile.has_score(Plugin::PodTopologySpread) {
+                st.spread_score = pts::constraints_for(
+                    self,
+                    &pod.spread_constraints,
+                    pod.default_spread_selector.as_ref(),
+                    &labels,
+                    &profile.spread,
+                    Unsatisfiable::ScheduleAnyway,
+                );
+                st.spread_require_all =
+                    !pod.spread_constraints.is_empty() || !profile.spread.system_defaulted;
+            }
+        }
+        if uses(Plugin::InterPodAffinity) {
+            let terms = CompiledAffinity::compile(
+                &pod.pod_affinity,
+                namespace,
+                &labels,
+                &mut self.interner,
+            );
+            st.ipa = self.ipa_prefilter(terms, namespace, &labels);
+        }
+        st.labels = labels;
+        st.active_filters = profile
+            .filters
+            .iter()
+            .copied()
+            .filter(|&p| self.filter_can_reject(p, &st))
+            .collect();
+        st
+    }
+
+    /// Whether Filter plugin `p` can reject any node for the pod of `st`.
+    fn filter_can_reject(&self, p: Plugin, st: &PodState) -> bool {
+        match p {
+            Plugin::NodeUnschedulable => self.num_unschedulable > 0 && !st.tolerates_unschedulable,
+            Plugin::NodeName => st.node_name.is_some(),
+            Plugin::TaintToleration => self.num_hard_taints > 0,
+            Plugin::NodeAffinity => {
+                st.node_affinity.added_required.is_some() || !st.node_affinity.required.is_empty()
+            }
+            Plugin::NodePorts => !st.ports.is_empty(),
+            Plugin::NodeResourcesFit => true,
+            Plugin::PodTopologySpread => !st.spread.constraints.is_empty(),
+            Plugin::InterPodAffinity => st.ipa.active,
+            Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => false,
+        }
+    }
+
+    fn ipa_prefilter(
+        &self,
+        terms: CompiledAffinity,
+        ns: u32,
+        labels: &[(u32, u32)],
+    ) -> IpaFilterState {
+        let mut st = IpaFilterState {
+            active: !terms.affinity_required.is_empty()
+                || !terms.anti_required.is_empty()
+                || !self.pods_with_required_anti.is_empty(),
+            ..IpaFilterState::default()
+        };
+        let own_ns_labels: &[(u32, u32)] = self.namespace_labels(ns).unwrap_or(&[]);
+        for &idx in &self.pods_with_required_anti {
+            let Some(rec) = self.pods[idx as usize].as_ref() else {
+                continue;
+            };
+            if !self.has_node[rec.slot as usize] {
+                continue;
+            }
+            if let Some(aff) = &rec.affinity {
+                for t in &aff.anti_required {
+                    if t.matches(ns, Some(own_ns_labels), labels) {
+                        let v = self.label(rec.slot, t.topology_key);
+                        add_count(
+                            &mut st.existing_anti_affinity_counts,
+                            t.topology_key,
+                            (v != 0).then_some(v),
+                            1,
+                        );
+                    }
+                }
+            }
+        }
+        if !terms.affinity_required.is_empty() || !terms.anti_required.is_empty() {
+            for rec in self.pods.iter().flatten() {
+                if !self.has_node[rec.slot as usize] {
+                    continue;
+                }
+                let rec_ns = self.namespace_labels(rec.namespace);
+                if !terms.affinity_required.is_empty()
+                    && terms
+                        .affinity_required
+                        .iter()
+                        .all(|t| t.matches(rec.namespace, rec_ns, &rec.labels))
+                {
+                    for t in &terms.affinity_required {
+                        let v = self.label(rec.slot, t.topology_key);
+                        add_count(
+                            &mut st.affinity_counts,
+                            t.topology_key,
+                            (v != 0).then_some(v),
+                            1,
+                        );
+                    }
+                }
+                for t in &terms.anti_required {
+                    if t.matches(rec.namespace, rec_ns, &rec.labels) {
+                        let v = self.label(rec.slot, t.topology_key);
+                        add_count(
+                            &mut st.anti_affinity_counts,
+                            t.topology_key,
+                            (v != 0).then_some(v),
+                            1,
+                        );
+                    }
+                }
+            }
+            st.self_matches_affinity = !terms.affinity_required.is_empty()
+                && terms
+                    .affinity_required
+                    .iter()
+                    .all(|t| t.matches(ns, self.namespace_labels(ns), labels));
+        }
+        st.terms = terms;
         st
     }
 
     /// Run every Filter of the profile on one node, stopping at the first rejection.
     #[inline]
-    pub fn filter_node(&self, profile: &Profile, st: &PodState, slot: u32) -> Option<Reject> {
-        for &plugin in &profile.filters {
-            let rejected = match plugin {
+    pub fn filter_node(&self, _profile: &Profile, st: &PodState, slot: u32) -> Option<Reject> {
+        for &plugin in &st.active_filters {
+            let rejected: Option<(bool, u64)> = match plugin {
                 Plugin::NodeUnschedulable => (!node_unschedulable::filter(
                     self.unschedulable[slot as usize],
                     st.tolerates_unschedulable,
                 ))
                 .then_some((true, 0)),
                 Plugin::NodeName => (!node_name::filter(st.node_name, slot)).then_some((true, 0)),
+                Plugin::TaintToleration => {
+                    taint_toleration::filter(self, &st.taints, slot).map(|d| (true, d))
+                }
+                Plugin::NodeAffinity => {
+                    node_affinity::filter(self, &st.node_affinity, slot).map(|d| (true, d))
+                }
+                Plugin::NodePorts => (!st.ports.is_empty()
+                    && !node_ports::filter(self, &st.ports, self.bind_all_ip, slot))
+                .then_some((false, 0)),
                 Plugin::NodeResourcesFit => fit::filter(self, &st.fit, slot).map(|m| (false, m)),
+                Plugin::PodTopologySpread => {
+                    pts::filter(self, &st.spread, slot).map(|d| (d == 0, d))
+                }
+                Plugin::InterPodAffinity => ipa::filter(
+                    &st.ipa,
+                    |k| {
+                        let v = self.label(slot, k);
+                        (v != 0).then_some(v)
+                    },
+                    &self.node_labels[slot as usize],
+                ),
+                Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => None,
             };
             if let Some((unresolvable, detail)) = rejected {
                 return Some(Reject {
@@ -98,58 +367,226 @@ impl Snapshot {
     }
 
     /// The reason strings of a rejection, as upstream's status reasons.
-    pub fn reasons(&self, st: &PodState, reject: &Reject) -> Vec<String> {
+    pub fn reasons(&self, st: &PodState, slot: u32, reject: &Reject) -> Vec<String> {
+        if reject.detail == DETAIL_NOT_IN_PREFILTER_RESULT {
+            return vec![format!(
+                "node(s) didn't satisfy plugin(s) [{}]",
+                reject.plugin.name()
+            )];
+        }
+        if let Some((_, msg)) = &st.prefilter_reject {
+            return vec![msg.clone()];
+        }
+        let one = |s: &str| vec![s.to_string()];
         match reject.plugin {
-            Plugin::NodeUnschedulable => {
-                vec![node_unschedulable::ERR_REASON_UNSCHEDULABLE.to_string()]
-            }
-            Plugin::NodeName => vec![node_name::ERR_REASON.to_string()],
+            Plugin::NodeUnschedulable => one(node_unschedulable::ERR_REASON_UNSCHEDULABLE),
+            Plugin::NodeName => one(node_name::ERR_REASON),
+            Plugin::TaintToleration => vec![taint_toleration::reason(self, slot, reject.detail)],
+            Plugin::NodeAffinity => one(node_affinity::reason(reject.detail)),
+            Plugin::NodePorts => one(node_ports::ERR_REASON),
             Plugin::NodeResourcesFit => fit::reasons(self, &st.fit, reject.detail),
+            Plugin::PodTopologySpread => one(pts::reason(reject.detail)),
+            Plugin::InterPodAffinity => one(ipa::reason(reject.detail)),
+            Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => Vec::new(),
         }
     }
 
     /// Weighted total score of every node in `feasible` (same order).
-    pub fn score_nodes(&self, profile: &Profile, st: &PodState, feasible: &[u32]) -> Vec<i64> {
+    pub fn score_nodes(
+        &self,
+        profile: &Profile,
+        st: &PodState,
+        feasible: &[u32],
+        all: &[u32],
+    ) -> Vec<i64> {
         let mut totals = vec![0i64; feasible.len()];
         for &(plugin, weight) in &profile.scores {
-            let raw = self.plugin_scores(profile, st, plugin, feasible);
-            for (t, s) in totals.iter_mut().zip(raw) {
+            let (_, normalized) = self.plugin_scores(profile, st, plugin, feasible, all);
+            for (t, s) in totals.iter_mut().zip(normalized) {
                 *t += s * weight;
             }
         }
         totals
     }
 
-    /// One Score plugin's scores (after its NormalizeScore) for `feasible`.
+    /// One Score plugin's raw scores and scores after its NormalizeScore, for `feasible`.
     pub fn plugin_scores(
         &self,
         profile: &Profile,
         st: &PodState,
         plugin: Plugin,
         feasible: &[u32],
-    ) -> Vec<i64> {
+        all: &[u32],
+    ) -> (Vec<i64>, Vec<i64>) {
+        let zeros = || (vec![0; feasible.len()], vec![0; feasible.len()]);
         match plugin {
             Plugin::NodeResourcesFit => {
-                let score_one = |buf: &mut Vec<(i64, i64, i64)>, slot: u32| {
-                    fit::alloc_and_request(self, &st.fit_score, slot, buf);
-                    fit::strategy_score(&profile.fit.strategy, buf)
-                };
-                if feasible.len() >= PARALLEL_MIN_NODES {
-                    feasible
-                        .par_iter()
-                        .with_min_len(PARALLEL_CHUNK)
-                        .map_init(Vec::new, |buf, &slot| score_one(buf, slot))
-                        .collect()
-                } else {
-                    let mut buf = Vec::with_capacity(st.fit_score.resources.len());
-                    feasible
-                        .iter()
-                        .map(|&slot| score_one(&mut buf, slot))
-                        .collect()
+                let strategy = &profile.fit.strategy;
+                let raw = map_nodes(feasible, |slot| {
+                    fit::score_with(self, &st.fit_score, slot, |r| {
+                        fit::strategy_score(strategy, r)
+                    })
+                });
+                (raw.clone(), raw)
+            }
+            Plugin::NodeResourcesBalancedAllocation => match &st.balanced_score {
+                None => zeros(),
+                Some(bs) => {
+                    let raw = map_nodes(feasible, |slot| {
+                        fit::score_with(self, bs, slot, balanced_allocation::score)
+                    });
+                    (raw.clone(), raw)
+                }
+            },
+            Plugin::TaintToleration => {
+                let raw = map_nodes(feasible, |slot| {
+                    taint_toleration::score(self, &st.taints, slot)
+                });
+                let mut norm = raw.clone();
+                default_normalize(100, true, &mut norm);
+                (raw, norm)
+            }
+            Plugin::NodeAffinity => {
+                if st.node_affinity.preferred.is_empty() {
+                    return zeros();
+                }
+                let raw = map_nodes(feasible, |slot| {
+                    node_affinity::score(self, &st.node_affinity, slot)
+                });
+                let mut norm = raw.clone();
+                default_normalize(100, false, &mut norm);
+                (raw, norm)
+            }
+            Plugin::ImageLocality => {
+                if !st
+                    .images
+                    .images
+                    .iter()
+                    .any(|i| self.image_nodes.contains_key(i))
+                {
+                    // No node holds any of the pod's images: every score is 0.
+                    return zeros();
+                }
+                let total = all.len();
+                let raw = map_nodes(feasible, |slot| {
+                    image_locality::score(self, &st.images, slot, total)
+                });
+                (raw.clone(), raw)
+            }
+            Plugin::PodTopologySpread => {
+                match pts::score_all(
+                    self,
+                    st.spread_score.clone(),
+                    st.spread_require_all,
+                    st.namespace,
+                    &st.node_affinity.required,
+                    &st.taints,
+                    all,
+                    feasible,
+                ) {
+                    None => zeros(),
+                    Some((raw, ignored)) => {
+                        let mut norm = raw.clone();
+                        pts::normalize(&mut norm, &ignored);
+                        (raw, norm)
+                    }
                 }
             }
-            Plugin::NodeUnschedulable | Plugin::NodeName => vec![0; feasible.len()],
+            Plugin::InterPodAffinity => self.ipa_scores(profile, st, feasible),
+            Plugin::NodeUnschedulable | Plugin::NodeName | Plugin::NodePorts => zeros(),
         }
+    }
+
+    fn ipa_scores(
+        &self,
+        profile: &Profile,
+        st: &PodState,
+        feasible: &[u32],
+    ) -> (Vec<i64>, Vec<i64>) {
+        let terms = &st.ipa.terms;
+        let args = &profile.inter_pod_affinity;
+        let has_constraints =
+            !terms.affinity_preferred.is_empty() || !terms.anti_preferred.is_empty();
+        if args.ignore_preferred_terms_of_existing_pods && !has_constraints {
+            return (vec![0; feasible.len()], vec![0; feasible.len()]);
+        }
+        let incoming_ns_labels: &[(u32, u32)] = self.namespace_labels(st.namespace).unwrap_or(&[]);
+        let mut topo: AHashMap<u32, AHashMap<u32, i64>> = AHashMap::new();
+        let mut touched = false;
+        let mut add = |key: u32, slot: u32, delta: i64| {
+            let v = self.label(slot, key);
+            if v != 0 {
+                *topo.entry(key).or_default().entry(v).or_insert(0) += delta;
+                touched = true;
+            }
+        };
+        let mut process = |rec: &crate::snapshot::PodRecord| {
+            if !self.has_node[rec.slot as usize] || self.node_labels[rec.slot as usize].is_empty() {
+                return;
+            }
+            let rec_ns = self.namespace_labels(rec.namespace);
+            for (w, t) in &terms.affinity_preferred {
+                if t.matches(rec.namespace, rec_ns, &rec.labels) {
+                    add(t.topology_key, rec.slot, *w);
+                }
+            }
+            for (w, t) in &terms.anti_preferred {
+                if t.matches(rec.namespace, rec_ns, &rec.labels) {
+                    add(t.topology_key, rec.slot, -*w);
+                }
+            }
+            if let Some(aff) = &rec.affinity {
+                if args.hard_pod_affinity_weight > 0 {
+                    for t in &aff.affinity_required {
+                        if t.matches(st.namespace, Some(incoming_ns_labels), &st.labels) {
+                            add(t.topology_key, rec.slot, args.hard_pod_affinity_weight);
+                        }
+                    }
+                }
+                for (w, t) in &aff.affinity_preferred {
+                    if t.matches(st.namespace, Some(incoming_ns_labels), &st.labels) {
+                        add(t.topology_key, rec.slot, *w);
+                    }
+                }
+                for (w, t) in &aff.anti_preferred {
+                    if t.matches(st.namespace, Some(incoming_ns_labels), &st.labels) {
+                        add(t.topology_key, rec.slot, -*w);
+                    }
+                }
+            }
+        };
+        if has_constraints {
+            for rec in self.pods.iter().flatten() {
+                process(rec);
+            }
+        } else {
+            for &idx in &self.pods_with_affinity {
+                if let Some(rec) = self.pods[idx as usize].as_ref() {
+                    process(rec);
+                }
+            }
+        }
+        if !touched {
+            return (vec![0; feasible.len()], vec![0; feasible.len()]);
+        }
+        let raw: Vec<i64> = feasible
+            .iter()
+            .map(|&slot| {
+                topo.iter()
+                    .map(|(&k, vals)| {
+                        let v = self.label(slot, k);
+                        if v == 0 {
+                            0
+                        } else {
+                            vals.get(&v).copied().unwrap_or(0)
+                        }
+                    })
+                    .sum()
+            })
+            .collect();
+        let mut norm = raw.clone();
+        ipa::normalize(&mut norm);
+        (raw, norm)
     }
 
     /// Filter the nodes at positions `range` of `order` (wrapping from `start`).
@@ -183,7 +620,7 @@ impl Snapshot {
         let st = self.prefilter(pod, profile);
         self.ensure_order();
         let order = std::mem::take(&mut self.order);
-        let mut out = self.schedule_with(&order, pod, profile, &st, keep_scores);
+        let mut out = self.schedule_with(&order, profile, &st, keep_scores);
         self.order = order;
         if out.chosen.is_none() {
             out.state = Some(st);
@@ -193,60 +630,106 @@ impl Snapshot {
 
     fn schedule_with(
         &mut self,
-        order: &[u32],
-        _pod: &CompiledPod,
+        all: &[u32],
         profile: &Profile,
         st: &PodState,
         keep_scores: bool,
     ) -> Outcome {
-        let n = order.len();
         let mut out = Outcome {
-            num_all_nodes: n,
+            num_all_nodes: all.len(),
             ..Outcome::default()
         };
-        if n == 0 {
+        if all.is_empty() {
             return out;
         }
-        let want = num_feasible_nodes_to_find(n, profile.percentage_of_nodes_to_score);
-        let start = self.next_start % n;
-
-        let mut feasible: Vec<u32> = Vec::with_capacity(want.min(n));
-        let mut processed = n;
-        let mut pos = 0;
-        'waves: while pos < n {
-            let need = want - feasible.len();
-            // Size the wave by the feasibility seen so far, so a mostly-full cluster
-            // is not walked in many small steps.
-            let estimate = if feasible.is_empty() {
-                need
-            } else {
-                need * pos / feasible.len()
-            };
-            let wave = estimate.max(MIN_WAVE).min(n - pos);
-            for (off, (slot, verdict)) in self
-                .filter_wave(order, start, pos..pos + wave, profile, st)
-                .into_iter()
-                .enumerate()
-            {
-                match verdict {
-                    None => {
-                        feasible.push(slot);
-                        if feasible.len() == want {
-                            processed = pos + off + 1;
-                            break 'waves;
-                        }
-                    }
-                    Some(r) => out.failures.push((slot, r)),
-                }
-            }
-            pos += wave;
+        if let Some((plugin, _)) = &st.prefilter_reject {
+            out.failures = all
+                .iter()
+                .map(|&slot| {
+                    (
+                        slot,
+                        Reject {
+                            plugin: *plugin,
+                            unresolvable: true,
+                            detail: 0,
+                        },
+                    )
+                })
+                .collect();
+            return out;
         }
-        self.next_start = (start + processed) % n;
+        let restricted: Vec<u32>;
+        let order: &[u32] = match &st.allowed {
+            Some(allowed) => {
+                restricted = all
+                    .iter()
+                    .copied()
+                    .filter(|s| allowed.contains(s))
+                    .collect();
+                &restricted
+            }
+            None => all,
+        };
+        let n = order.len();
+        let mut feasible: Vec<u32> = Vec::new();
+        let mut processed = 0;
+        if n > 0 {
+            let want = num_feasible_nodes_to_find(n, profile.percentage_of_nodes_to_score);
+            let start = self.next_start % n;
+            feasible.reserve(want.min(n));
+            processed = n;
+            let mut pos = 0;
+            'waves: while pos < n {
+                let need = want - feasible.len();
+                // Size the wave by the feasibility seen so far, so a mostly-full cluster
+                // is not walked in many small steps.
+                let estimate = if feasible.is_empty() {
+                    need
+                } else {
+                    need * pos / feasible.len()
+                };
+                let wave = estimate.max(MIN_WAVE).min(n - pos);
+                for (off, (slot, verdict)) in self
+                    .filter_wave(order, start, pos..pos + wave, profile, st)
+                    .into_iter()
+                    .enumerate()
+                {
+                    match verdict {
+                        None => {
+                            feasible.push(slot);
+                            if feasible.len() == want {
+                                processed = pos + off + 1;
+                                break 'waves;
+                            }
+                        }
+                        Some(r) => out.failures.push((slot, r)),
+                    }
+                }
+                pos += wave;
+            }
+            self.next_start = (start + processed) % n;
+        }
         out.evaluated_nodes = processed;
         out.feasible_nodes = feasible.len();
 
         match feasible.len() {
-            0 => return out,
+            0 => {
+                if st.allowed.is_some() {
+                    for &slot in all {
+                        if !order.contains(&slot) {
+                            out.failures.push((
+                                slot,
+                                Reject {
+                                    plugin: Plugin::NodeAffinity,
+                                    unresolvable: true,
+                                    detail: DETAIL_NOT_IN_PREFILTER_RESULT,
+                                },
+                            ));
+                        }
+                    }
+                }
+                return out;
+            }
             1 => {
                 out.chosen = Some(feasible[0]);
                 out.failures.clear();
@@ -255,7 +738,7 @@ impl Snapshot {
             _ => {}
         }
         out.failures.clear();
-        let totals = self.score_nodes(profile, st, &feasible);
+        let totals = self.score_nodes(profile, st, &feasible, all);
         out.chosen = Some(self.select_host(&feasible, &totals));
         if keep_scores {
             let mut scored: Vec<(u32, i64)> = feasible.iter().copied().zip(totals).collect();
@@ -263,6 +746,65 @@ impl Snapshot {
             out.scores = scored;
         }
         out
+    }
+
+    /// Every node's Filter outcome and, for the feasible ones, every Score plugin's raw
+    /// and normalized score and the weighted total. No sampling; the snapshot's start
+    /// index is not moved.
+    pub fn explain(
+        &mut self,
+        pod: &CompiledPod,
+        profile: &Profile,
+    ) -> (Vec<NodeExplain>, PodState) {
+        let st = self.prefilter(pod, profile);
+        self.ensure_order();
+        let all = self.order.clone();
+        let mut rows: Vec<NodeExplain> = all
+            .iter()
+            .map(|&slot| {
+                let reject = if let Some((plugin, _)) = &st.prefilter_reject {
+                    Some(Reject {
+                        plugin: *plugin,
+                        unresolvable: true,
+                        detail: 0,
+                    })
+                } else if st.allowed.as_ref().is_some_and(|a| !a.contains(&slot)) {
+                    Some(Reject {
+                        plugin: Plugin::NodeAffinity,
+                        unresolvable: true,
+                        detail: DETAIL_NOT_IN_PREFILTER_RESULT,
+                    })
+                } else {
+                    self.filter_node(profile, &st, slot)
+                };
+                NodeExplain {
+                    slot,
+                    reject,
+                    scores: Vec::new(),
+                    total: 0,
+                }
+            })
+            .collect();
+        let feasible: Vec<u32> = rows
+            .iter()
+            .filter(|r| r.reject.is_none())
+            .map(|r| r.slot)
+            .collect();
+        if !feasible.is_empty() {
+            let mut by_slot: AHashMap<u32, usize> = AHashMap::new();
+            for (i, r) in rows.iter().enumerate() {
+                by_slot.insert(r.slot, i);
+            }
+            for &(plugin, weight) in &profile.scores {
+                let (raw, norm) = self.plugin_scores(profile, &st, plugin, &feasible, &all);
+                for (k, &slot) in feasible.iter().enumerate() {
+                    let row = &mut rows[by_slot[&slot]];
+                    row.scores.push((plugin, raw[k], norm[k]));
+                    row.total += norm[k] * weight;
+                }
+            }
+        }
+        (rows, st)
     }
 
     /// The node with the highest total; ties broken uniformly at random (reservoir

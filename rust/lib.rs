@@ -9,6 +9,7 @@ pub mod plugins;
 pub mod pod;
 pub mod profile;
 pub mod sample;
+pub mod selector;
 pub mod snapshot;
 
 use pyo3::prelude::*;

@@ -10,7 +10,11 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::plugins::inter_pod_affinity::PodAffinitySpec;
+use crate::plugins::node_affinity::NodeAffinitySpec;
+use crate::plugins::pod_topology_spread::SpreadConstraintSpec;
 use crate::plugins::taint::{Effect, Toleration};
+use crate::selector::LabelSelectorSpec;
 
 #[pyclass(frozen, module = "ksched._core")]
 #[derive(Debug, Clone, Default)]
@@ -30,6 +34,22 @@ pub struct CompiledPod {
     pub tolerations: Vec<Toleration>,
     pub labels: Vec<(String, String)>,
     pub priority: i32,
+    /// `spec.nodeSelector`.
+    pub node_selector: Vec<(String, String)>,
+    /// `spec.affinity.nodeAffinity`.
+    pub node_affinity: NodeAffinitySpec,
+    /// `spec.affinity.podAffinity` / `podAntiAffinity`.
+    pub pod_affinity: PodAffinitySpec,
+    /// `(protocol, hostIP, hostPort)` of every container port with a host port.
+    pub host_ports: Vec<(String, String, i32)>,
+    /// Container images, init containers first.
+    pub images: Vec<String>,
+    pub spread_constraints: Vec<SpreadConstraintSpec>,
+    /// The selector of the Services/ReplicaSets/StatefulSets/RCs the pod belongs to, used
+    /// by PodTopologySpread's default constraints (`None`: it belongs to none).
+    pub default_spread_selector: Option<LabelSelectorSpec>,
+    /// `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
 }
 
 impl CompiledPod {
@@ -47,7 +67,11 @@ impl CompiledPod {
 }
 
 fn invalid(pod: &str, field: &str, msg: impl std::fmt::Display) -> PyErr {
-    PyValueError::new_err(format!("Pod {pod}: {field}: {msg}"))
+    if field.is_empty() {
+        PyValueError::new_err(format!("Pod {pod}: {msg}"))
+    } else {
+        PyValueError::new_err(format!("Pod {pod}: {field}: {msg}"))
+    }
 }
 
 #[pymethods]
@@ -55,10 +79,13 @@ impl CompiledPod {
     #[new]
     #[pyo3(signature = (
         uid, namespace, name, *, requests, non_zero_cpu, non_zero_memory,
-        node_name = String::new(), tolerations = Vec::new(), labels = None, priority = 0
+        node_name = String::new(), tolerations = Vec::new(), labels = None, priority = 0,
+        node_selector = None, affinity = None, host_ports = Vec::new(), images = Vec::new(),
+        topology_spread_constraints = None, default_spread_selector = None, deleting = false
     ))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
+        py: Python<'_>,
         uid: String,
         namespace: String,
         name: String,
@@ -69,6 +96,13 @@ impl CompiledPod {
         tolerations: Vec<(String, String, String, String)>,
         labels: Option<&Bound<'_, PyDict>>,
         priority: i32,
+        node_selector: Option<&Bound<'_, PyDict>>,
+        affinity: Option<&Bound<'_, PyAny>>,
+        host_ports: Vec<(String, String, i32)>,
+        images: Vec<String>,
+        topology_spread_constraints: Option<&Bound<'_, PyAny>>,
+        default_spread_selector: Option<&Bound<'_, PyAny>>,
+        deleting: bool,
     ) -> PyResult<Self> {
         let key = format!("{namespace}/{name}");
         let mut reqs = Vec::with_capacity(requests.len());
@@ -141,6 +175,47 @@ impl CompiledPod {
                 lbls.push((k, v));
             }
         }
+        // Parse errors already carry their field path; prefix the pod.
+        let in_pod = |e: PyErr| invalid(&key, "", e.value(py).to_string());
+        let mut sel = Vec::new();
+        if let Some(ns) = node_selector {
+            for (k, v) in ns.iter() {
+                let k: String = k
+                    .extract()
+                    .map_err(|_| invalid(&key, "spec.nodeSelector", "keys must be strings"))?;
+                let v: String = v.extract().map_err(|_| {
+                    invalid(
+                        &key,
+                        &format!("spec.nodeSelector[{k}]"),
+                        "values must be strings",
+                    )
+                })?;
+                sel.push((k, v));
+            }
+        }
+        let (node_affinity, pod_affinity) = match affinity {
+            Some(a) if !a.is_none() => {
+                let d = crate::args::as_dict(a, "spec.affinity").map_err(in_pod)?;
+                (
+                    NodeAffinitySpec::parse_pod(&d).map_err(in_pod)?,
+                    PodAffinitySpec::parse(&d).map_err(in_pod)?,
+                )
+            }
+            _ => (NodeAffinitySpec::default(), PodAffinitySpec::default()),
+        };
+        let spread_constraints = match topology_spread_constraints {
+            Some(c) if !c.is_none() => {
+                SpreadConstraintSpec::parse_list(c, "spec.topologySpreadConstraints")
+                    .map_err(in_pod)?
+            }
+            _ => Vec::new(),
+        };
+        let default_spread_selector = match default_spread_selector {
+            Some(s) if !s.is_none() => {
+                Some(LabelSelectorSpec::parse(s, "defaultSpreadSelector").map_err(in_pod)?)
+            }
+            _ => None,
+        };
         Ok(CompiledPod {
             uid,
             namespace,
@@ -152,6 +227,14 @@ impl CompiledPod {
             tolerations: tols,
             labels: lbls,
             priority,
+            node_selector: sel,
+            node_affinity,
+            pod_affinity,
+            host_ports,
+            images,
+            spread_constraints,
+            default_spread_selector,
+            deleting,
         })
     }
 

@@ -10,7 +10,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::args;
+use crate::plugins::balanced_allocation::BalancedArgs;
+use crate::plugins::inter_pod_affinity::IpaArgs;
+use crate::plugins::node_affinity::NodeAffinityArgs;
 use crate::plugins::node_resources_fit::FitArgs;
+use crate::plugins::pod_topology_spread::SpreadArgs;
 use crate::plugins::Plugin;
 
 #[pyclass(frozen, module = "ksched._core")]
@@ -19,6 +23,10 @@ pub struct Profile {
     pub filters: Vec<Plugin>,
     pub scores: Vec<(Plugin, i64)>,
     pub fit: FitArgs,
+    pub balanced: BalancedArgs,
+    pub node_affinity: NodeAffinityArgs,
+    pub inter_pod_affinity: IpaArgs,
+    pub spread: SpreadArgs,
     /// 0 = adaptive.
     pub percentage_of_nodes_to_score: u32,
 }
@@ -33,6 +41,10 @@ impl Default for Profile {
             ],
             scores: vec![(Plugin::NodeResourcesFit, 1)],
             fit: FitArgs::default(),
+            balanced: BalancedArgs::default(),
+            node_affinity: NodeAffinityArgs::default(),
+            inter_pod_affinity: IpaArgs::default(),
+            spread: SpreadArgs::default(),
             percentage_of_nodes_to_score: 0,
         }
     }
@@ -62,8 +74,8 @@ impl Profile {
         let mut p = Profile {
             filters: Vec::new(),
             scores: Vec::new(),
-            fit: FitArgs::default(),
             percentage_of_nodes_to_score: percentage_of_nodes_to_score as u32,
+            ..Profile::default()
         };
         for name in filters {
             match Plugin::parse(&name) {
@@ -88,8 +100,23 @@ impl Profile {
             }
         }
         if let Some(all) = plugin_args {
-            if let Some(fit) = args::get(all, "NodeResourcesFit")? {
-                p.fit = FitArgs::from_py(&args::as_dict(&fit, "NodeResourcesFitArgs")?)?;
+            if let Some(a) = args::get(all, "NodeResourcesFit")? {
+                p.fit = FitArgs::from_py(&args::as_dict(&a, "NodeResourcesFitArgs")?)?;
+            }
+            if let Some(a) = args::get(all, "NodeResourcesBalancedAllocation")? {
+                let d = args::as_dict(&a, "NodeResourcesBalancedAllocationArgs")?;
+                p.balanced = BalancedArgs::from_py(&d)?;
+            }
+            if let Some(a) = args::get(all, "NodeAffinity")? {
+                p.node_affinity =
+                    NodeAffinityArgs::from_py(&args::as_dict(&a, "NodeAffinityArgs")?)?;
+            }
+            if let Some(a) = args::get(all, "InterPodAffinity")? {
+                p.inter_pod_affinity =
+                    IpaArgs::from_py(&args::as_dict(&a, "InterPodAffinityArgs")?)?;
+            }
+            if let Some(a) = args::get(all, "PodTopologySpread")? {
+                p.spread = SpreadArgs::from_py(&args::as_dict(&a, "PodTopologySpreadArgs")?)?;
             }
         }
         Ok(p)

@@ -5,7 +5,7 @@ Filter/Score plugins over it. Amounts are canonical integers: cpu in millicores,
 memory and storage in bytes, pods and extended resources as counts.
 """
 
-from typing import Final, final
+from typing import Any, Final, final
 
 import numpy as np
 import numpy.typing as npt
@@ -32,8 +32,11 @@ def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
 class CompiledPod:
     """A pod as the kernels see it; build once per pod object and reuse across attempts.
 
-    Raises ``ValueError`` naming the pod and field for a malformed toleration or a
-    negative request.
+    ``affinity`` is the pod's raw ``spec.affinity`` and ``topology_spread_constraints`` its
+    raw ``spec.topologySpreadConstraints`` (API JSON). ``default_spread_selector`` is the
+    selector of the Services/controllers the pod belongs to (PodTopologySpread's default
+    constraints use it; None: the pod belongs to none). Raises ``ValueError`` naming the
+    pod and field for malformed input.
     """
 
     def __new__(
@@ -49,6 +52,13 @@ class CompiledPod:
         tolerations: list[tuple[str, str, str, str]] = ...,
         labels: dict[str, str] | None = None,
         priority: int = 0,
+        node_selector: dict[str, str] | None = None,
+        affinity: dict[str, Any] | None = None,
+        host_ports: list[tuple[str, str, int]] = ...,
+        images: list[str] = ...,
+        topology_spread_constraints: list[dict[str, Any]] | None = None,
+        default_spread_selector: dict[str, Any] | None = None,
+        deleting: bool = False,
     ) -> CompiledPod: ...
     @property
     def uid(self) -> str: ...
@@ -113,7 +123,10 @@ class Snapshot:
         labels: dict[str, str] | None = None,
         taints: list[tuple[str, str, str]] = ...,
         unschedulable: bool = False,
+        images: list[tuple[list[str], int]] = ...,
     ) -> None: ...
+    def upsert_namespace(self, name: str, labels: dict[str, str] | None = None) -> None: ...
+    def remove_namespace(self, name: str) -> bool: ...
     def remove_node(self, name: str) -> bool: ...
     def add_pod(self, pod: CompiledPod, node_name: str) -> None: ...
     def assume(self, pod: CompiledPod, node_name: str) -> None: ...
@@ -123,6 +136,9 @@ class Snapshot:
     def schedule(
         self, pod: CompiledPod, profile: Profile, explain: bool = False
     ) -> ScheduleResult: ...
+    def explain(self, pod: CompiledPod, profile: Profile) -> list[dict[str, Any]]:
+        """Every node's Filter outcome and, for feasible nodes, each Score plugin's raw and
+        normalized score and the weighted total (no sampling)."""
     @property
     def num_nodes(self) -> int: ...
     @property

@@ -3,30 +3,58 @@
 //! A kernel never allocates per node on the hot path: a Filter answers "fits" or a compact
 //! [`Reject`] whose reason strings are produced only when a diagnosis is needed.
 
+pub mod balanced_allocation;
+pub mod image_locality;
+pub mod inter_pod_affinity;
+pub mod node_affinity;
 pub mod node_name;
+pub mod node_ports;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod pod_topology_spread;
 pub mod taint;
+pub mod taint_toleration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Plugin {
     NodeUnschedulable,
     NodeName,
+    TaintToleration,
+    NodeAffinity,
+    NodePorts,
     NodeResourcesFit,
+    PodTopologySpread,
+    InterPodAffinity,
+    NodeResourcesBalancedAllocation,
+    ImageLocality,
 }
 
 impl Plugin {
-    pub const ALL: [Plugin; 3] = [
+    pub const ALL: [Plugin; 10] = [
         Plugin::NodeUnschedulable,
         Plugin::NodeName,
+        Plugin::TaintToleration,
+        Plugin::NodeAffinity,
+        Plugin::NodePorts,
         Plugin::NodeResourcesFit,
+        Plugin::PodTopologySpread,
+        Plugin::InterPodAffinity,
+        Plugin::NodeResourcesBalancedAllocation,
+        Plugin::ImageLocality,
     ];
 
     pub fn name(self) -> &'static str {
         match self {
             Plugin::NodeUnschedulable => node_unschedulable::NAME,
             Plugin::NodeName => node_name::NAME,
+            Plugin::TaintToleration => taint_toleration::NAME,
+            Plugin::NodeAffinity => node_affinity::NAME,
+            Plugin::NodePorts => node_ports::NAME,
             Plugin::NodeResourcesFit => node_resources_fit::NAME,
+            Plugin::PodTopologySpread => pod_topology_spread::NAME,
+            Plugin::InterPodAffinity => inter_pod_affinity::NAME,
+            Plugin::NodeResourcesBalancedAllocation => balanced_allocation::NAME,
+            Plugin::ImageLocality => image_locality::NAME,
         }
     }
 
@@ -35,16 +63,29 @@ impl Plugin {
     }
 
     pub fn has_filter(self) -> bool {
-        true
+        !matches!(
+            self,
+            Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality
+        )
     }
 
     pub fn has_score(self) -> bool {
-        matches!(self, Plugin::NodeResourcesFit)
+        matches!(
+            self,
+            Plugin::TaintToleration
+                | Plugin::NodeAffinity
+                | Plugin::NodeResourcesFit
+                | Plugin::PodTopologySpread
+                | Plugin::InterPodAffinity
+                | Plugin::NodeResourcesBalancedAllocation
+                | Plugin::ImageLocality
+        )
     }
 }
 
 /// Why a Filter rejected a node. `detail` is plugin-specific (a bitmask of failed
-/// resources for NodeResourcesFit) and turned into reason strings only on demand.
+/// resources for NodeResourcesFit, the taint index for TaintToleration, ...) and turned
+/// into reason strings only on demand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reject {
     pub plugin: Plugin,
@@ -52,3 +93,6 @@ pub struct Reject {
     pub unresolvable: bool,
     pub detail: u64,
 }
+
+/// `detail` of a node left out by a PreFilter result (NodeAffinity's node names).
+pub const DETAIL_NOT_IN_PREFILTER_RESULT: u64 = u64::MAX;

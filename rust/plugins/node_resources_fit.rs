@@ -307,18 +307,35 @@ pub fn prescore(
     }
 }
 
-/// `(allocatable, requested after placing the pod)` of each configured resource on
-/// `slot`; allocatable 0 means "left out".
+/// Most configured scoring resources a node is scored on without a heap allocation.
+pub const INLINE_RESOURCES: usize = 8;
+
+/// Score `slot` with `f` over its `(allocatable, requested, weight)` triples, using a
+/// stack buffer in the common case (per-node allocations dominate otherwise).
 #[inline]
-pub fn alloc_and_request(
+pub fn score_with(
     snap: &Snapshot,
     st: &ScoreState,
     slot: u32,
-    out: &mut Vec<(i64, i64, i64)>,
-) {
+    f: impl Fn(&[(i64, i64, i64)]) -> i64,
+) -> i64 {
+    if st.resources.len() <= INLINE_RESOURCES {
+        let mut buf = [(0i64, 0i64, 0i64); INLINE_RESOURCES];
+        let n = fill(snap, st, slot, &mut buf);
+        f(&buf[..n])
+    } else {
+        let mut buf = vec![(0i64, 0i64, 0i64); st.resources.len()];
+        let n = fill(snap, st, slot, &mut buf);
+        f(&buf[..n])
+    }
+}
+
+/// Write `(allocatable, requested after placing the pod, weight)` of each configured
+/// resource on `slot` into `out`; allocatable 0 means "left out". Returns the count.
+#[inline]
+fn fill(snap: &Snapshot, st: &ScoreState, slot: u32, out: &mut [(i64, i64, i64)]) -> usize {
     let i = slot as usize;
-    out.clear();
-    for &(source, request, weight) in &st.resources {
+    for (k, &(source, request, weight)) in st.resources.iter().enumerate() {
         let (alloc, req) = match source {
             ScoreSource::Cpu => (
                 snap.allocatable[CPU][i],
@@ -339,12 +356,13 @@ pub fn alloc_and_request(
             ScoreSource::Column(c) => (snap.allocatable[c][i], snap.requested[c][i] + request),
             ScoreSource::Skip => (0, 0),
         };
-        if alloc == 0 {
-            out.push((0, 0, weight));
+        out[k] = if alloc == 0 {
+            (0, 0, weight)
         } else {
-            out.push((alloc, req, weight));
-        }
+            (alloc, req, weight)
+        };
     }
+    st.resources.len()
 }
 
 fn least_requested(requested: i64, capacity: i64) -> i64 {

@@ -10,6 +10,8 @@ use ahash::AHashMap;
 pub struct Interner {
     ids: AHashMap<String, u32>,
     strings: Vec<String>,
+    /// The integer value of each string, when it parses as one (for `Gt`/`Lt`).
+    numbers: Vec<Option<i64>>,
 }
 
 /// The id that means "no string"; never returned by [`Interner::intern`].
@@ -20,6 +22,7 @@ impl Interner {
         Interner {
             ids: AHashMap::new(),
             strings: vec![String::new()],
+            numbers: vec![None],
         }
     }
 
@@ -30,6 +33,7 @@ impl Interner {
         }
         let id = self.strings.len() as u32;
         self.strings.push(s.to_owned());
+        self.numbers.push(s.parse::<i64>().ok());
         self.ids.insert(s.to_owned(), id);
         id
     }
@@ -38,6 +42,12 @@ impl Interner {
     /// held by any node, which callers use to short-cut comparisons.
     pub fn get(&self, s: &str) -> Option<u32> {
         self.ids.get(s).copied()
+    }
+
+    /// The integer value of string `id`, if it is one.
+    #[inline]
+    pub fn number(&self, id: u32) -> Option<i64> {
+        self.numbers[id as usize]
     }
 
     pub fn resolve(&self, id: u32) -> &str {

@@ -16,25 +16,38 @@ pub mod py;
 pub mod resources;
 pub mod tree;
 
-use ahash::AHashMap;
+use ahash::{AHashMap, AHashSet};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
+use crate::plugins::inter_pod_affinity::CompiledAffinity;
+use crate::plugins::node_ports::{self, HostPort};
 use crate::plugins::taint::{Effect, Taint};
 use crate::pod::CompiledPod;
+use crate::selector::intern_labels;
 use intern::Interner;
 use resources::{ResourceTable, PODS};
 use tree::NodeTree;
 
-/// A pod accounted on a node, with its requests resolved to resource columns.
+/// A pod accounted on a node, with its requests resolved to resource columns and what
+/// InterPodAffinity, PodTopologySpread and NodePorts need of it, interned.
 #[derive(Debug, Clone)]
 pub struct PodRecord {
+    pub uid: String,
     pub slot: u32,
     pub requests: Vec<(usize, i64)>,
     pub non_zero_cpu: i64,
     pub non_zero_memory: i64,
     /// Placed by this scheduler and not yet confirmed by the API server.
     pub assumed: bool,
+    pub namespace: u32,
+    /// Sorted `(key, value)` ids.
+    pub labels: Vec<(u32, u32)>,
+    /// `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+    /// Compiled affinity terms, when the pod has any.
+    pub affinity: Option<Box<CompiledAffinity>>,
+    pub host_ports: Vec<HostPort>,
 }
 
 /// Node fields as the API describes them, in canonical units.
@@ -45,6 +58,8 @@ pub struct NodeSpec {
     pub labels: Vec<(String, String)>,
     pub taints: Vec<(String, String, Effect)>,
     pub unschedulable: bool,
+    /// `(names, size in bytes)` of the images on the node.
+    pub images: Vec<(Vec<String>, i64)>,
 }
 
 #[pyo3::pyclass(module = "ksched._core")]
@@ -67,6 +82,11 @@ pub struct Snapshot {
 
     pub unschedulable: Vec<bool>,
     pub taints: Vec<Vec<Taint>>,
+    /// Nodes marked unschedulable, NoSchedule/NoExecute taints and PreferNoSchedule taints
+    /// in the whole snapshot: when 0, the plugins that look at them skip every node.
+    pub num_unschedulable: usize,
+    pub num_hard_taints: usize,
+    pub num_prefer_taints: usize,
 
     pub interner: Interner,
     /// Label key id → label column; `label_cols[col][slot]` is the value id (0 = absent).
@@ -74,8 +94,23 @@ pub struct Snapshot {
     pub label_cols: Vec<Vec<u32>>,
     pub node_labels: Vec<Vec<(u32, u32)>>,
 
-    pub pods: AHashMap<String, PodRecord>,
+    /// Pods, in a slab indexed by `pod_index`.
+    pub pods: Vec<Option<PodRecord>>,
+    pub pod_index: AHashMap<String, u32>,
+    free_pods: Vec<u32>,
+    /// Slab indices of pods with any affinity term, and with required anti-affinity.
+    pub pods_with_affinity: AHashSet<u32>,
+    pub pods_with_required_anti: AHashSet<u32>,
     pub pods_on_node: Vec<u32>,
+    /// Host ports in use per node.
+    pub node_ports: Vec<Vec<HostPort>>,
+    /// `(image name id, size)` per node, and how many nodes hold each image name.
+    pub node_images: Vec<Vec<(u32, i64)>>,
+    pub image_nodes: AHashMap<u32, u32>,
+    /// Namespace id → sorted label ids.
+    pub namespaces: AHashMap<u32, Vec<(u32, u32)>>,
+    /// Interned "0.0.0.0", the bind-all host IP.
+    pub bind_all_ip: u32,
 
     tree: NodeTree,
     pub(crate) order: Vec<u32>,
@@ -97,7 +132,7 @@ impl Snapshot {
     pub fn new(seed: Option<u64>) -> Self {
         let resources = ResourceTable::new();
         let ncols = resources.len();
-        Snapshot {
+        let mut snap = Snapshot {
             names: Vec::new(),
             has_node: Vec::new(),
             in_use: Vec::new(),
@@ -110,12 +145,24 @@ impl Snapshot {
             non_zero_memory: Vec::new(),
             unschedulable: Vec::new(),
             taints: Vec::new(),
+            num_unschedulable: 0,
+            num_hard_taints: 0,
+            num_prefer_taints: 0,
             interner: Interner::new(),
             label_index: AHashMap::new(),
             label_cols: Vec::new(),
             node_labels: Vec::new(),
-            pods: AHashMap::new(),
+            pods: Vec::new(),
+            pod_index: AHashMap::new(),
+            free_pods: Vec::new(),
+            pods_with_affinity: AHashSet::new(),
+            pods_with_required_anti: AHashSet::new(),
             pods_on_node: Vec::new(),
+            node_ports: Vec::new(),
+            node_images: Vec::new(),
+            image_nodes: AHashMap::new(),
+            namespaces: AHashMap::new(),
+            bind_all_ip: 0,
             tree: NodeTree::default(),
             order: Vec::new(),
             order_dirty: false,
@@ -129,7 +176,9 @@ impl Snapshot {
                 ),
             },
             generation: 0,
-        }
+        };
+        snap.bind_all_ip = snap.interner.intern(node_ports::BIND_ALL);
+        snap
     }
 
     pub fn capacity(&self) -> usize {
@@ -211,6 +260,8 @@ impl Snapshot {
                 }
                 self.node_labels.push(Vec::new());
                 self.pods_on_node.push(0);
+                self.node_ports.push(Vec::new());
+                self.node_images.push(Vec::new());
                 s
             }
         };
@@ -234,6 +285,7 @@ impl Snapshot {
         self.non_zero_memory[i] = 0;
         self.clear_node_fields(slot);
         self.pods_on_node[i] = 0;
+        self.node_ports[i].clear();
         self.free.push(slot);
     }
 
@@ -242,12 +294,29 @@ impl Snapshot {
         for col in self.allocatable.iter_mut() {
             col[i] = 0;
         }
+        if self.unschedulable[i] {
+            self.num_unschedulable -= 1;
+        }
         self.unschedulable[i] = false;
-        self.taints[i].clear();
+        for t in self.taints[i].drain(..) {
+            if t.effect == Effect::PreferNoSchedule {
+                self.num_prefer_taints -= 1;
+            } else {
+                self.num_hard_taints -= 1;
+            }
+        }
         let old = std::mem::take(&mut self.node_labels[i]);
         for (k, _) in old {
             if let Some(&c) = self.label_index.get(&k) {
                 self.label_cols[c][i] = 0;
+            }
+        }
+        for (img, _) in std::mem::take(&mut self.node_images[i]) {
+            if let Some(n) = self.image_nodes.get_mut(&img) {
+                *n -= 1;
+                if *n == 0 {
+                    self.image_nodes.remove(&img);
+                }
             }
         }
     }
@@ -262,12 +331,20 @@ impl Snapshot {
             self.allocatable[col][i] = *amount;
         }
         self.unschedulable[i] = spec.unschedulable;
+        if spec.unschedulable {
+            self.num_unschedulable += 1;
+        }
         for (k, v, effect) in &spec.taints {
             let t = Taint {
                 key: self.interner.intern(k),
                 value: self.interner.intern(v),
                 effect: *effect,
             };
+            if t.effect == Effect::PreferNoSchedule {
+                self.num_prefer_taints += 1;
+            } else {
+                self.num_hard_taints += 1;
+            }
             self.taints[i].push(t);
         }
         let mut labels = Vec::with_capacity(spec.labels.len());
@@ -278,7 +355,19 @@ impl Snapshot {
             self.label_cols[col][i] = vid;
             labels.push((kid, vid));
         }
+        labels.sort_unstable();
         self.node_labels[i] = labels;
+        let mut images: Vec<(u32, i64)> = Vec::new();
+        for (names, size) in &spec.images {
+            for name in names {
+                let id = self.interner.intern(name);
+                if !images.iter().any(|(i, _)| *i == id) {
+                    images.push((id, *size));
+                    *self.image_nodes.entry(id).or_insert(0) += 1;
+                }
+            }
+        }
+        self.node_images[i] = images;
         let zone = tree::zone_key(|k| {
             spec.labels
                 .iter()
@@ -316,7 +405,7 @@ impl Snapshot {
     /// Account `pod` on node `node_name`. A pod already known is moved (its old
     /// accounting is removed first), so repeated adds are idempotent.
     pub fn add_pod(&mut self, pod: &CompiledPod, node_name: &str, assumed: bool) {
-        if self.pods.contains_key(&pod.uid) {
+        if self.pod_index.contains_key(&pod.uid) {
             self.remove_pod(&pod.uid);
         }
         let slot = self.alloc_slot(node_name);
@@ -331,24 +420,61 @@ impl Snapshot {
         self.non_zero_cpu[i] += pod.non_zero_cpu;
         self.non_zero_memory[i] += pod.non_zero_memory;
         self.pods_on_node[i] += 1;
-        self.pods.insert(
-            pod.uid.clone(),
-            PodRecord {
-                slot,
-                requests,
-                non_zero_cpu: pod.non_zero_cpu,
-                non_zero_memory: pod.non_zero_memory,
-                assumed,
-            },
-        );
+        let namespace = self.interner.intern(&pod.namespace);
+        let labels = intern_labels(&pod.labels, &mut self.interner);
+        let affinity = if pod.pod_affinity.is_empty() {
+            None
+        } else {
+            Some(Box::new(CompiledAffinity::compile(
+                &pod.pod_affinity,
+                namespace,
+                &labels,
+                &mut self.interner,
+            )))
+        };
+        let host_ports = node_ports::compile(&pod.host_ports, &mut self.interner);
+        self.node_ports[i].extend_from_slice(&host_ports);
+        let idx = match self.free_pods.pop() {
+            Some(idx) => idx,
+            None => {
+                self.pods.push(None);
+                (self.pods.len() - 1) as u32
+            }
+        };
+        if let Some(a) = &affinity {
+            self.pods_with_affinity.insert(idx);
+            if a.has_required_anti() {
+                self.pods_with_required_anti.insert(idx);
+            }
+        }
+        self.pods[idx as usize] = Some(PodRecord {
+            uid: pod.uid.clone(),
+            slot,
+            requests,
+            non_zero_cpu: pod.non_zero_cpu,
+            non_zero_memory: pod.non_zero_memory,
+            assumed,
+            namespace,
+            labels,
+            deleting: pod.deleting,
+            affinity,
+            host_ports,
+        });
+        self.pod_index.insert(pod.uid.clone(), idx);
         self.generation += 1;
     }
 
     /// Remove a pod's accounting. Returns false when the pod was not known.
     pub fn remove_pod(&mut self, uid: &str) -> bool {
-        let Some(rec) = self.pods.remove(uid) else {
+        let Some(idx) = self.pod_index.remove(uid) else {
             return false;
         };
+        let Some(rec) = self.pods[idx as usize].take() else {
+            return false;
+        };
+        self.free_pods.push(idx);
+        self.pods_with_affinity.remove(&idx);
+        self.pods_with_required_anti.remove(&idx);
         let i = rec.slot as usize;
         for (col, amount) in &rec.requests {
             self.requested[*col][i] -= amount;
@@ -357,6 +483,12 @@ impl Snapshot {
         self.non_zero_cpu[i] -= rec.non_zero_cpu;
         self.non_zero_memory[i] -= rec.non_zero_memory;
         self.pods_on_node[i] -= 1;
+        let ports = &mut self.node_ports[i];
+        for p in &rec.host_ports {
+            if let Some(j) = ports.iter().position(|q| q == p) {
+                ports.swap_remove(j);
+            }
+        }
         if self.pods_on_node[i] == 0 && !self.has_node[i] {
             self.release_slot(rec.slot);
         }
@@ -364,11 +496,23 @@ impl Snapshot {
         true
     }
 
+    pub fn pod(&self, uid: &str) -> Option<&PodRecord> {
+        let idx = *self.pod_index.get(uid)?;
+        self.pods[idx as usize].as_ref()
+    }
+
+    pub fn num_pods(&self) -> usize {
+        self.pod_index.len()
+    }
+
     /// Mark an assumed pod as confirmed by the API server (bound). Returns whether the
     /// pod was known on `node_name`.
     pub fn confirm_pod(&mut self, uid: &str, node_name: &str) -> bool {
         let slot = self.slot_of(node_name);
-        match self.pods.get_mut(uid) {
+        let Some(&idx) = self.pod_index.get(uid) else {
+            return false;
+        };
+        match self.pods[idx as usize].as_mut() {
             Some(rec) if Some(rec.slot) == slot => {
                 rec.assumed = false;
                 true
@@ -378,7 +522,29 @@ impl Snapshot {
     }
 
     pub fn is_assumed(&self, uid: &str) -> Option<bool> {
-        self.pods.get(uid).map(|r| r.assumed)
+        self.pod(uid).map(|r| r.assumed)
+    }
+
+    /// Add or replace a namespace's labels (for namespaceSelector in affinity terms).
+    pub fn upsert_namespace(&mut self, name: &str, labels: &[(String, String)]) {
+        let id = self.interner.intern(name);
+        let labels = intern_labels(labels, &mut self.interner);
+        self.namespaces.insert(id, labels);
+        self.generation += 1;
+    }
+
+    pub fn remove_namespace(&mut self, name: &str) -> bool {
+        let Some(id) = self.interner.get(name) else {
+            return false;
+        };
+        self.generation += 1;
+        self.namespaces.remove(&id).is_some()
+    }
+
+    /// The labels of namespace `ns`, `None` when the namespace is not known.
+    #[inline]
+    pub fn namespace_labels(&self, ns: u32) -> Option<&[(u32, u32)]> {
+        self.namespaces.get(&ns).map(|v| v.as_slice())
     }
 
     /// Requested amount of resource `name` on node `node`, for tests and diagnostics.

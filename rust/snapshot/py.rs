@@ -93,7 +93,7 @@ impl Snapshot {
                         self.names[*slot as usize].clone(),
                         r.unresolvable,
                         r.plugin.name(),
-                        self.reasons(st, r),
+                        self.reasons(st, *slot, r),
                     )
                 })
                 .collect(),
@@ -124,7 +124,7 @@ impl Snapshot {
 
     /// Add or replace a node. `allocatable` maps resource names to canonical integer
     /// amounts; `taints` are `(key, value, effect)`.
-    #[pyo3(name = "upsert_node", signature = (name, allocatable, labels = None, taints = Vec::new(), unschedulable = false))]
+    #[pyo3(name = "upsert_node", signature = (name, allocatable, labels = None, taints = Vec::new(), unschedulable = false, images = Vec::new()))]
     fn py_upsert_node(
         &mut self,
         name: String,
@@ -132,10 +132,12 @@ impl Snapshot {
         labels: Option<&Bound<'_, PyDict>>,
         taints: Vec<(String, String, String)>,
         unschedulable: bool,
+        images: Vec<(Vec<String>, i64)>,
     ) -> PyResult<()> {
         let mut spec = NodeSpec {
             name,
             unschedulable,
+            images,
             ..NodeSpec::default()
         };
         for (k, v) in allocatable.iter() {
@@ -182,6 +184,39 @@ impl Snapshot {
         }
         self.upsert_node(&spec);
         Ok(())
+    }
+
+    /// Add or replace a namespace and its labels.
+    #[pyo3(name = "upsert_namespace", signature = (name, labels = None))]
+    fn py_upsert_namespace(
+        &mut self,
+        name: &str,
+        labels: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<()> {
+        let mut l = Vec::new();
+        if let Some(labels) = labels {
+            for (k, v) in labels.iter() {
+                let k: String = k.extract().map_err(|_| {
+                    PyValueError::new_err(format!(
+                        "Namespace {name}: metadata.labels: keys must be strings"
+                    ))
+                })?;
+                let v: String = v.extract().map_err(|_| {
+                    PyValueError::new_err(format!(
+                        "Namespace {name}: metadata.labels[{k}]: values must be strings"
+                    ))
+                })?;
+                l.push((k, v));
+            }
+        }
+        self.upsert_namespace(name, &l);
+        Ok(())
+    }
+
+    /// Forget a namespace; returns whether it was known.
+    #[pyo3(name = "remove_namespace")]
+    fn py_remove_namespace(&mut self, name: &str) -> bool {
+        self.remove_namespace(name)
     }
 
     /// Remove a node; returns whether it was present.
@@ -233,14 +268,59 @@ impl Snapshot {
         self.result_from(out)
     }
 
+    /// Every node's Filter outcome and, for feasible nodes, each Score plugin's raw and
+    /// normalized score (no sampling). One dict per node, in examination order.
+    #[pyo3(name = "explain")]
+    fn py_explain<'py>(
+        &mut self,
+        py: Python<'py>,
+        pod: &CompiledPod,
+        profile: &Profile,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let (rows, st) = py.detach(|| Snapshot::explain(self, pod, profile));
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let d = PyDict::new(py);
+            d.set_item("node", &self.names[row.slot as usize])?;
+            match &row.reject {
+                None => d.set_item("status", py.None())?,
+                Some(r) => {
+                    let s = PyDict::new(py);
+                    s.set_item("plugin", r.plugin.name())?;
+                    s.set_item(
+                        "code",
+                        if r.unresolvable {
+                            "UnschedulableAndUnresolvable"
+                        } else {
+                            "Unschedulable"
+                        },
+                    )?;
+                    s.set_item("reasons", self.reasons(&st, row.slot, r))?;
+                    d.set_item("status", s)?;
+                }
+            }
+            let scores = PyDict::new(py);
+            for (plugin, raw, norm) in &row.scores {
+                let e = PyDict::new(py);
+                e.set_item("raw", raw)?;
+                e.set_item("normalized", norm)?;
+                scores.set_item(plugin.name(), e)?;
+            }
+            d.set_item("scores", scores)?;
+            d.set_item("total", row.total)?;
+            out.push(d);
+        }
+        Ok(out)
+    }
+
     #[getter(num_nodes)]
     fn py_num_nodes(&self) -> usize {
         Snapshot::num_nodes(self)
     }
 
-    #[getter]
-    fn num_pods(&self) -> usize {
-        self.pods.len()
+    #[getter(num_pods)]
+    fn py_num_pods(&self) -> usize {
+        Snapshot::num_pods(self)
     }
 
     #[getter]

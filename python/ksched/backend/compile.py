@@ -23,4 +23,10 @@ def compile_pod(pod: Pod) -> CompiledPod:
         tolerations=[(t.key, t.operator, t.value, t.effect) for t in pod.tolerations],
         labels=pod.labels,
         priority=pod.priority,
+        node_selector=pod.node_selector,
+        affinity=pod.affinity,
+        host_ports=pod.host_ports,
+        images=pod.images,
+        topology_spread_constraints=pod.topology_spread_constraints,
+        deleting=pod.deletion_timestamp is not None,
     )

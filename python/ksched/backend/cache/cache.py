@@ -48,6 +48,7 @@ class Cache:
             node.labels,
             [(t.key, t.value, t.effect) for t in node.taints],
             node.unschedulable,
+            [(list(names), size) for names, size in node.images],
         )
         self.nodes[node.name] = node
 

@@ -1,0 +1,412 @@
+//! InterPodAffinity: required and preferred pod affinity and anti-affinity.
+//!
+//! Filter (upstream semantics):
+//! * the incoming pod's required affinity terms: for every term the node must carry the
+//!   topology key, and some pod matching the term must run in the node's domain — unless
+//!   no pod in the cluster matches the terms and the pod matches its own terms (the first
+//!   pod of a series), "node(s) didn't match pod affinity rules" (UnschedulableAndUnresolvable);
+//! * the incoming pod's required anti-affinity: no matching pod in the node's domain,
+//!   "node(s) didn't match pod anti-affinity rules";
+//! * existing pods' required anti-affinity (symmetry): no pod whose anti-affinity term
+//!   matches the incoming pod may run in the node's domain for that term's key,
+//!   "node(s) didn't satisfy existing pods anti-affinity rules".
+//!
+//! Counts per topology pair are computed once per pod (PreFilter); Filter is a lookup.
+//!
+//! Score: for every existing pod (all of them when the incoming pod has preferred terms,
+//! otherwise only pods with affinity), the incoming pod's preferred terms that match it
+//! add (affinity) or subtract (anti-affinity) their weight to the existing pod's domain;
+//! the existing pod's required affinity terms matching the incoming pod add
+//! `hardPodAffinityWeight`, its preferred terms add/subtract their weight. A node scores
+//! the sum over its domains; NormalizeScore maps min..max to 0..100.
+//!
+//! Term matching: the pod's namespace is in the term's namespaces (default: the term
+//! owner's namespace) or matches its namespaceSelector, and its labels match the term's
+//! selector (with matchLabelKeys/mismatchLabelKeys merged in).
+
+use ahash::AHashMap;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::args::{self, get};
+use crate::selector::{label_value, LabelSelectorSpec, SelOp, Selector};
+use crate::snapshot::intern::Interner;
+
+pub const NAME: &str = "InterPodAffinity";
+pub const ERR_REASON_EXISTING_ANTI_AFFINITY: &str =
+    "node(s) didn't satisfy existing pods anti-affinity rules";
+pub const ERR_REASON_AFFINITY: &str = "node(s) didn't match pod affinity rules";
+pub const ERR_REASON_ANTI_AFFINITY: &str = "node(s) didn't match pod anti-affinity rules";
+
+/// A `v1.PodAffinityTerm` with strings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodAffinityTermSpec {
+    pub selector: Option<LabelSelectorSpec>,
+    pub namespaces: Vec<String>,
+    pub namespace_selector: Option<LabelSelectorSpec>,
+    pub topology_key: String,
+    pub match_label_keys: Vec<String>,
+    pub mismatch_label_keys: Vec<String>,
+}
+
+/// The pod's affinity and anti-affinity terms with strings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodAffinitySpec {
+    pub affinity_required: Vec<PodAffinityTermSpec>,
+    pub affinity_preferred: Vec<(i64, PodAffinityTermSpec)>,
+    pub anti_required: Vec<PodAffinityTermSpec>,
+    pub anti_preferred: Vec<(i64, PodAffinityTermSpec)>,
+}
+
+impl PodAffinitySpec {
+    pub fn is_empty(&self) -> bool {
+        self.affinity_required.is_empty()
+            && self.affinity_preferred.is_empty()
+            && self.anti_required.is_empty()
+            && self.anti_preferred.is_empty()
+    }
+
+    /// Parse `podAffinity` / `podAntiAffinity` of a pod's `spec.affinity`.
+    pub fn parse(affinity: &Bound<'_, PyDict>) -> PyResult<PodAffinitySpec> {
+        let mut s = PodAffinitySpec::default();
+        for (field, anti) in [("podAffinity", false), ("podAntiAffinity", true)] {
+            let Some(pa) = get(affinity, field)? else {
+                continue;
+            };
+            let path = format!("spec.affinity.{field}");
+            let pa = args::as_dict(&pa, &path)?;
+            if let Some(req) = get(&pa, "requiredDuringSchedulingIgnoredDuringExecution")? {
+                let rpath = format!("{path}.requiredDuringSchedulingIgnoredDuringExecution");
+                let req = args::as_list(&req, &rpath)?;
+                for (i, t) in req.iter().enumerate() {
+                    let term = parse_term(&t, &format!("{rpath}[{i}]"))?;
+                    if anti {
+                        s.anti_required.push(term);
+                    } else {
+                        s.affinity_required.push(term);
+                    }
+                }
+            }
+            if let Some(pref) = get(&pa, "preferredDuringSchedulingIgnoredDuringExecution")? {
+                let ppath = format!("{path}.preferredDuringSchedulingIgnoredDuringExecution");
+                let pref = args::as_list(&pref, &ppath)?;
+                for (i, w) in pref.iter().enumerate() {
+                    let wpath = format!("{ppath}[{i}]");
+                    let w = args::as_dict(&w, &wpath)?;
+                    let weight = match get(&w, "weight")? {
+                        Some(v) => args::as_i64(&v, &format!("{wpath}.weight"))?,
+                        None => 0,
+                    };
+                    let term = match get(&w, "podAffinityTerm")? {
+                        Some(t) => parse_term(&t, &format!("{wpath}.podAffinityTerm"))?,
+                        None => {
+                            return Err(args::err(
+                                &format!("{wpath}.podAffinityTerm"),
+                                "is required",
+                            ))
+                        }
+                    };
+                    if anti {
+                        s.anti_preferred.push((weight, term));
+                    } else {
+                        s.affinity_preferred.push((weight, term));
+                    }
+                }
+            }
+        }
+        Ok(s)
+    }
+}
+
+fn parse_term(v: &Bound<'_, PyAny>, path: &str) -> PyResult<PodAffinityTermSpec> {
+    let d = args::as_dict(v, path)?;
+    let topology_key = match get(&d, "topologyKey")? {
+        Some(k) => args::as_str(&k, &format!("{path}.topologyKey"))?,
+        None => String::new(),
+    };
+    if topology_key.is_empty() {
+        return Err(args::err(
+            &format!("{path}.topologyKey"),
+            "can not be empty",
+        ));
+    }
+    Ok(PodAffinityTermSpec {
+        selector: LabelSelectorSpec::parse_opt(&d, "labelSelector", path)?,
+        namespaces: args::str_list(&d, "namespaces", path)?,
+        namespace_selector: LabelSelectorSpec::parse_opt(&d, "namespaceSelector", path)?,
+        topology_key,
+        match_label_keys: args::str_list(&d, "matchLabelKeys", path)?,
+        mismatch_label_keys: args::str_list(&d, "mismatchLabelKeys", path)?,
+    })
+}
+
+/// A compiled affinity term (upstream's `framework.AffinityTerm`).
+#[derive(Clone, Debug)]
+pub struct AffinityTerm {
+    pub namespaces: Vec<u32>,
+    /// `None`: no namespaceSelector; `Some(Selector::Reqs([]))` ({}) matches all.
+    pub namespace_selector: Option<Selector>,
+    pub selector: Selector,
+    pub topology_key: u32,
+}
+
+impl AffinityTerm {
+    /// Compile a term owned by a pod in namespace `owner_ns` with labels `owner_labels`.
+    pub fn compile(
+        spec: &PodAffinityTermSpec,
+        owner_ns: u32,
+        owner_labels: &[(u32, u32)],
+        interner: &mut Interner,
+    ) -> AffinityTerm {
+        let mut selector = Selector::compile(spec.selector.as_ref(), interner);
+        if spec.selector.is_some() {
+            for (keys, op) in [
+                (&spec.match_label_keys, SelOp::In),
+                (&spec.mismatch_label_keys, SelOp::NotIn),
+            ] {
+                for k in keys {
+                    let kid = interner.intern(k);
+                    if let Some(v) = label_value(owner_labels, kid) {
+                        selector.push(kid, op, v);
+                    }
+                }
+            }
+        }
+        let namespace_selector = spec
+            .namespace_selector
+            .as_ref()
+            .map(|s| Selector::compile(Some(s), interner));
+        let mut namespaces: Vec<u32> = spec.namespaces.iter().map(|n| interner.intern(n)).collect();
+        if namespaces.is_empty() && namespace_selector.is_none() {
+            namespaces.push(owner_ns);
+        }
+        AffinityTerm {
+            namespaces,
+            namespace_selector,
+            selector,
+            topology_key: interner.intern(&spec.topology_key),
+        }
+    }
+
+    /// Whether a pod in namespace `ns` (with namespace labels `ns_labels`, `None` when the
+    /// namespace is not known) and labels `labels` matches the term.
+    #[inline]
+    pub fn matches(
+        &self,
+        ns: u32,
+        ns_labels: Option<&[(u32, u32)]>,
+        labels: &[(u32, u32)],
+    ) -> bool {
+        let ns_ok = self.namespaces.contains(&ns)
+            || match (&self.namespace_selector, ns_labels) {
+                (Some(sel), Some(l)) => sel.matches(l),
+                _ => false,
+            };
+        ns_ok && self.selector.matches(labels)
+    }
+}
+
+/// Compiled terms of a pod.
+#[derive(Clone, Debug, Default)]
+pub struct CompiledAffinity {
+    pub affinity_required: Vec<AffinityTerm>,
+    pub affinity_preferred: Vec<(i64, AffinityTerm)>,
+    pub anti_required: Vec<AffinityTerm>,
+    pub anti_preferred: Vec<(i64, AffinityTerm)>,
+}
+
+impl CompiledAffinity {
+    pub fn compile(
+        spec: &PodAffinitySpec,
+        ns: u32,
+        labels: &[(u32, u32)],
+        interner: &mut Interner,
+    ) -> CompiledAffinity {
+        let one =
+            |t: &PodAffinityTermSpec, i: &mut Interner| AffinityTerm::compile(t, ns, labels, i);
+        CompiledAffinity {
+            affinity_required: spec
+                .affinity_required
+                .iter()
+                .map(|t| one(t, interner))
+                .collect(),
+            affinity_preferred: spec
+                .affinity_preferred
+                .iter()
+                .map(|(w, t)| (*w, one(t, interner)))
+                .collect(),
+            anti_required: spec
+                .anti_required
+                .iter()
+                .map(|t| one(t, interner))
+                .collect(),
+            anti_preferred: spec
+                .anti_preferred
+                .iter()
+                .map(|(w, t)| (*w, one(t, interner)))
+                .collect(),
+        }
+    }
+
+    pub fn has_required_anti(&self) -> bool {
+        !self.anti_required.is_empty()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct IpaArgs {
+    pub hard_pod_affinity_weight: i64,
+    pub ignore_preferred_terms_of_existing_pods: bool,
+}
+
+impl Default for IpaArgs {
+    fn default() -> Self {
+        IpaArgs {
+            hard_pod_affinity_weight: 1,
+            ignore_preferred_terms_of_existing_pods: false,
+        }
+    }
+}
+
+impl IpaArgs {
+    pub fn from_py(d: &Bound<'_, PyDict>) -> PyResult<IpaArgs> {
+        let mut a = IpaArgs::default();
+        if let Some(w) = get(d, "hardPodAffinityWeight")? {
+            a.hard_pod_affinity_weight =
+                args::as_i64(&w, "InterPodAffinityArgs.hardPodAffinityWeight")?;
+        }
+        if let Some(v) = get(d, "ignorePreferredTermsOfExistingPods")? {
+            a.ignore_preferred_terms_of_existing_pods = v.extract::<bool>().map_err(|_| {
+                args::err(
+                    "InterPodAffinityArgs.ignorePreferredTermsOfExistingPods",
+                    "must be a boolean",
+                )
+            })?;
+        }
+        Ok(a)
+    }
+}
+
+/// `(topology key, value) → count`.
+pub type TopologyCounts = AHashMap<(u32, u32), i64>;
+
+/// Per-pod Filter state.
+#[derive(Clone, Debug, Default)]
+pub struct IpaFilterState {
+    pub active: bool,
+    pub terms: CompiledAffinity,
+    pub affinity_counts: TopologyCounts,
+    pub anti_affinity_counts: TopologyCounts,
+    pub existing_anti_affinity_counts: TopologyCounts,
+    /// The pod matches all of its own required affinity terms.
+    pub self_matches_affinity: bool,
+}
+
+/// Per-pod Score state: `topology key → value → score`.
+#[derive(Clone, Debug, Default)]
+pub struct IpaScoreState {
+    pub active: bool,
+    pub topology_score: AHashMap<u32, AHashMap<u32, i64>>,
+}
+
+pub fn add_count(m: &mut TopologyCounts, key: u32, value: Option<u32>, delta: i64) {
+    if let Some(v) = value {
+        let e = m.entry((key, v)).or_insert(0);
+        *e += delta;
+        if *e == 0 {
+            m.remove(&(key, v));
+        }
+    }
+}
+
+/// Filter: the first failing check's reason, or `None`.
+#[inline]
+pub fn filter(
+    st: &IpaFilterState,
+    node_label: impl Fn(u32) -> Option<u32>,
+    node_labels: &[(u32, u32)],
+) -> Option<(bool, u64)> {
+    if !st.active {
+        return None;
+    }
+    // Incoming pod's required affinity.
+    if !st.terms.affinity_required.is_empty() {
+        let mut pods_exist = true;
+        for t in &st.terms.affinity_required {
+            match node_label(t.topology_key) {
+                Some(v) => {
+                    if st
+                        .affinity_counts
+                        .get(&(t.topology_key, v))
+                        .copied()
+                        .unwrap_or(0)
+                        <= 0
+                    {
+                        pods_exist = false;
+                    }
+                }
+                None => return Some((true, 0)),
+            }
+        }
+        let first_of_series = st.affinity_counts.is_empty() && st.self_matches_affinity;
+        if !pods_exist && !first_of_series {
+            return Some((true, 0));
+        }
+    }
+    // Incoming pod's required anti-affinity.
+    if !st.anti_affinity_counts.is_empty() {
+        for t in &st.terms.anti_required {
+            if let Some(v) = node_label(t.topology_key) {
+                if st
+                    .anti_affinity_counts
+                    .get(&(t.topology_key, v))
+                    .copied()
+                    .unwrap_or(0)
+                    > 0
+                {
+                    return Some((false, 1));
+                }
+            }
+        }
+    }
+    // Existing pods' anti-affinity.
+    if !st.existing_anti_affinity_counts.is_empty() {
+        for &(k, v) in node_labels {
+            if st
+                .existing_anti_affinity_counts
+                .get(&(k, v))
+                .copied()
+                .unwrap_or(0)
+                > 0
+            {
+                return Some((false, 2));
+            }
+        }
+    }
+    None
+}
+
+pub fn reason(detail: u64) -> &'static str {
+    match detail {
+        0 => ERR_REASON_AFFINITY,
+        1 => ERR_REASON_ANTI_AFFINITY,
+        _ => ERR_REASON_EXISTING_ANTI_AFFINITY,
+    }
+}
+
+/// NormalizeScore: min..max → 0..MaxNodeScore (all 0 when max == min).
+pub fn normalize(scores: &mut [i64]) {
+    if scores.is_empty() {
+        return;
+    }
+    let max = *scores.iter().max().unwrap_or(&0);
+    let min = *scores.iter().min().unwrap_or(&0);
+    let diff = max - min;
+    for s in scores.iter_mut() {
+        *s = if diff > 0 {
+            (100.0 * ((*s - min) as f64 / diff as f64)) as i64
+        } else {
+            0
+        };
+    }
+}

@@ -1,0 +1,539 @@
+//! PodTopologySpread: spread matching pods evenly across topology domains.
+//!
+//! Constraints come from the pod (`whenUnsatisfiable: DoNotSchedule` for Filter,
+//! `ScheduleAnyway` for Score) or, when the pod has none, from the plugin's default
+//! constraints: the System defaults (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway)
+//! or a configured List, with the selector of the Services/controllers the pod belongs
+//! to (no such selector: no default constraints).
+//!
+//! Filter (PreFilter computes per-domain counts once): a node is counted when it has every
+//! constraint's topology key and passes the constraint's node inclusion policies
+//! (nodeAffinityPolicy Honor by default, nodeTaintsPolicy Ignore by default); the count of
+//! a domain is the number of pods in the incoming pod's namespace, not terminating, that
+//! match the constraint's selector (with matchLabelKeys merged). A node fails when it lacks
+//! the topology key ("... (missing required label)", UnschedulableAndUnresolvable) or when
+//! `count(domain) + selfMatch - globalMin > maxSkew` (Unschedulable); the global minimum is
+//! 0 when fewer than minDomains domains exist.
+//!
+//! Score: per constraint, `count × log(domains + 2) + (maxSkew − 1)` summed and rounded,
+//! where counts cover the domains of the feasible nodes (hostname: the node's own pods);
+//! nodes missing a required key are ignored (score 0); NormalizeScore maps
+//! `100 × (max + min − s) / max`.
+
+use ahash::AHashMap;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use super::node_affinity::RequiredNodeAffinity;
+use super::taint::Effect;
+use super::taint_toleration::TaintState;
+use crate::args::{self, get};
+use crate::selector::{label_value, LabelSelectorSpec, SelOp, Selector};
+use crate::snapshot::Snapshot;
+
+pub const NAME: &str = "PodTopologySpread";
+pub const ERR_REASON_CONSTRAINTS_NOT_MATCH: &str =
+    "node(s) didn't match pod topology spread constraints";
+pub const ERR_REASON_NODE_LABEL_NOT_MATCH: &str =
+    "node(s) didn't match pod topology spread constraints (missing required label)";
+pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
+pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unsatisfiable {
+    DoNotSchedule,
+    ScheduleAnyway,
+}
+
+/// A `v1.TopologySpreadConstraint` with strings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpreadConstraintSpec {
+    pub max_skew: i64,
+    pub topology_key: String,
+    pub when_unsatisfiable: Unsatisfiable,
+    pub selector: Option<LabelSelectorSpec>,
+    pub min_domains: Option<i64>,
+    pub node_affinity_honor: Option<bool>,
+    pub node_taints_honor: Option<bool>,
+    pub match_label_keys: Vec<String>,
+}
+
+fn policy(d: &Bound<'_, PyDict>, key: &str, path: &str) -> PyResult<Option<bool>> {
+    match get(d, key)? {
+        None => Ok(None),
+        Some(v) => match args::as_str(&v, &format!("{path}.{key}"))?.as_str() {
+            "Honor" => Ok(Some(true)),
+            "Ignore" => Ok(Some(false)),
+            other => Err(args::err(
+                &format!("{path}.{key}"),
+                format!("unsupported value {other:?}: must be Honor or Ignore"),
+            )),
+        },
+    }
+}
+
+impl SpreadConstraintSpec {
+    pub fn parse(v: &Bound<'_, PyAny>, path: &str, selector_allowed: bool) -> PyResult<Self> {
+        let d = args::as_dict(v, path)?;
+        let max_skew = match get(&d, "maxSkew")? {
+            Some(m) => args::as_i64(&m, &format!("{path}.maxSkew"))?,
+            None => return Err(args::err(&format!("{path}.maxSkew"), "is required")),
+        };
+        if max_skew <= 0 {
+            return Err(args::err(
+                &format!("{path}.maxSkew"),
+                format!("must be greater than zero (got {max_skew})"),
+            ));
+        }
+        let topology_key = match get(&d, "topologyKey")? {
+            Some(k) => args::as_str(&k, &format!("{path}.topologyKey"))?,
+            None => String::new(),
+        };
+        if topology_key.is_empty() {
+            return Err(args::err(
+                &format!("{path}.topologyKey"),
+                "can not be empty",
+            ));
+        }
+        let when_unsatisfiable = match get(&d, "whenUnsatisfiable")? {
+            Some(w) => match args::as_str(&w, &format!("{path}.whenUnsatisfiable"))?.as_str() {
+                "DoNotSchedule" => Unsatisfiable::DoNotSchedule,
+                "ScheduleAnyway" => Unsatisfiable::ScheduleAnyway,
+                other => {
+                    return Err(args::err(
+                        &format!("{path}.whenUnsatisfiable"),
+                        format!("unsupported value {other:?}"),
+                    ))
+                }
+            },
+            None => {
+                return Err(args::err(
+                    &format!("{path}.whenUnsatisfiable"),
+                    "is required",
+                ))
+            }
+        };
+        let selector = if selector_allowed {
+            LabelSelectorSpec::parse_opt(&d, "labelSelector", path)?
+        } else {
+            None
+        };
+        let min_domains = match get(&d, "minDomains")? {
+            Some(m) => Some(args::as_i64(&m, &format!("{path}.minDomains"))?),
+            None => None,
+        };
+        Ok(SpreadConstraintSpec {
+            max_skew,
+            topology_key,
+            when_unsatisfiable,
+            selector,
+            min_domains,
+            node_affinity_honor: policy(&d, "nodeAffinityPolicy", path)?,
+            node_taints_honor: policy(&d, "nodeTaintsPolicy", path)?,
+            match_label_keys: args::str_list(&d, "matchLabelKeys", path)?,
+        })
+    }
+
+    pub fn parse_list(v: &Bound<'_, PyAny>, path: &str) -> PyResult<Vec<Self>> {
+        let list = args::as_list(v, path)?;
+        list.iter()
+            .enumerate()
+            .map(|(i, c)| Self::parse(&c, &format!("{path}[{i}]"), true))
+            .collect()
+    }
+}
+
+/// `PodTopologySpreadArgs`.
+#[derive(Clone, Debug)]
+pub struct SpreadArgs {
+    pub default_constraints: Vec<SpreadConstraintSpec>,
+    pub system_defaulted: bool,
+}
+
+impl Default for SpreadArgs {
+    fn default() -> Self {
+        SpreadArgs {
+            default_constraints: system_default_constraints(),
+            system_defaulted: true,
+        }
+    }
+}
+
+fn system_default_constraints() -> Vec<SpreadConstraintSpec> {
+    [(LABEL_HOSTNAME, 3), (LABEL_ZONE, 5)]
+        .into_iter()
+        .map(|(key, skew)| SpreadConstraintSpec {
+            max_skew: skew,
+            topology_key: key.to_string(),
+            when_unsatisfiable: Unsatisfiable::ScheduleAnyway,
+            selector: None,
+            min_domains: None,
+            node_affinity_honor: None,
+            node_taints_honor: None,
+            match_label_keys: Vec::new(),
+        })
+        .collect()
+}
+
+impl SpreadArgs {
+    pub fn from_py(d: &Bound<'_, PyDict>) -> PyResult<SpreadArgs> {
+        let path = "PodTopologySpreadArgs";
+        let defaulting = match get(d, "defaultingType")? {
+            Some(t) => args::as_str(&t, &format!("{path}.defaultingType"))?,
+            None => "System".to_string(),
+        };
+        match defaulting.as_str() {
+            "System" => Ok(SpreadArgs::default()),
+            "List" => {
+                let mut defaults = Vec::new();
+                if let Some(list) = get(d, "defaultConstraints")? {
+                    let list = args::as_list(&list, &format!("{path}.defaultConstraints"))?;
+                    for (i, c) in list.iter().enumerate() {
+                        defaults.push(SpreadConstraintSpec::parse(
+                            &c,
+                            &format!("{path}.defaultConstraints[{i}]"),
+                            false,
+                        )?);
+                    }
+                }
+                Ok(SpreadArgs {
+                    default_constraints: defaults,
+                    system_defaulted: false,
+                })
+            }
+            other => Err(args::err(
+                &format!("{path}.defaultingType"),
+                format!("unsupported value {other:?}: must be System or List"),
+            )),
+        }
+    }
+}
+
+/// A compiled constraint.
+#[derive(Clone, Debug)]
+pub struct Constraint {
+    pub max_skew: i64,
+    pub key: u32,
+    pub key_is_hostname: bool,
+    pub selector: Selector,
+    pub min_domains: i64,
+    pub affinity_honor: bool,
+    pub taints_honor: bool,
+}
+
+/// Constraints of the pod for `action`: its own, or the defaults when it has none.
+pub fn constraints_for(
+    snap: &mut Snapshot,
+    own: &[SpreadConstraintSpec],
+    default_selector: Option<&LabelSelectorSpec>,
+    pod_labels: &[(u32, u32)],
+    args: &SpreadArgs,
+    action: Unsatisfiable,
+) -> Vec<Constraint> {
+    let hostname = snap.interner.intern(LABEL_HOSTNAME);
+    let mut out = Vec::new();
+    if !own.is_empty() {
+        for c in own.iter().filter(|c| c.when_unsatisfiable == action) {
+            let mut selector = Selector::compile(c.selector.as_ref(), &mut snap.interner);
+            for k in &c.match_label_keys {
+                let kid = snap.interner.intern(k);
+                if let Some(v) = label_value(pod_labels, kid) {
+                    selector.push(kid, SelOp::In, v);
+                }
+            }
+            let key = snap.interner.intern(&c.topology_key);
+            out.push(Constraint {
+                max_skew: c.max_skew,
+                key,
+                key_is_hostname: key == hostname,
+                selector,
+                min_domains: c.min_domains.unwrap_or(1),
+                affinity_honor: c.node_affinity_honor.unwrap_or(true),
+                taints_honor: c.node_taints_honor.unwrap_or(false),
+            });
+        }
+        return out;
+    }
+    let Some(sel) = default_selector else {
+        return out;
+    };
+    let selector = Selector::compile(Some(sel), &mut snap.interner);
+    if selector.is_empty() {
+        return out;
+    }
+    for c in args
+        .default_constraints
+        .iter()
+        .filter(|c| c.when_unsatisfiable == action)
+    {
+        let key = snap.interner.intern(&c.topology_key);
+        out.push(Constraint {
+            max_skew: c.max_skew,
+            key,
+            key_is_hostname: key == hostname,
+            selector: selector.clone(),
+            min_domains: c.min_domains.unwrap_or(1),
+            affinity_honor: c.node_affinity_honor.unwrap_or(true),
+            taints_honor: c.node_taints_honor.unwrap_or(false),
+        });
+    }
+    out
+}
+
+/// Whether `slot` passes a constraint's node inclusion policies.
+fn included(
+    snap: &Snapshot,
+    c: &Constraint,
+    slot: u32,
+    affinity: &RequiredNodeAffinity,
+    taints: &TaintState,
+) -> bool {
+    if c.affinity_honor && !affinity.matches(snap, slot) {
+        return false;
+    }
+    if c.taints_honor {
+        let untolerated = snap.taints[slot as usize].iter().any(|t| {
+            t.effect != Effect::PreferNoSchedule
+                && !taints.tolerations.iter().any(|tol| tol.tolerates(t))
+        });
+        if untolerated {
+            return false;
+        }
+    }
+    true
+}
+
+/// Matching pods per node slot for a selector, in namespace `ns` (terminating pods excluded).
+pub fn count_per_node(snap: &Snapshot, selector: &Selector, ns: u32) -> Vec<i64> {
+    let mut counts = vec![0i64; snap.capacity()];
+    if selector.is_empty() || selector.is_nothing() {
+        return counts;
+    }
+    for rec in snap.pods.iter().flatten() {
+        if rec.deleting || rec.namespace != ns || !snap.has_node[rec.slot as usize] {
+            continue;
+        }
+        if selector.matches(&rec.labels) {
+            counts[rec.slot as usize] += 1;
+        }
+    }
+    counts
+}
+
+fn has_all_keys(snap: &Snapshot, constraints: &[Constraint], slot: u32) -> bool {
+    constraints.iter().all(|c| snap.label(slot, c.key) != 0)
+}
+
+/// Filter state.
+#[derive(Clone, Debug, Default)]
+pub struct SpreadFilterState {
+    pub constraints: Vec<Constraint>,
+    /// Per constraint: domain value → matching pods.
+    pub domain_counts: Vec<AHashMap<u32, i64>>,
+    /// Per constraint: the minimum over domains (0 below minDomains).
+    pub min_match: Vec<i64>,
+    /// Per constraint: whether the incoming pod matches its own selector.
+    pub self_match: Vec<i64>,
+}
+
+pub fn prefilter(
+    snap: &Snapshot,
+    constraints: Vec<Constraint>,
+    ns: u32,
+    pod_labels: &[(u32, u32)],
+    affinity: &RequiredNodeAffinity,
+    taints: &TaintState,
+    nodes: &[u32],
+) -> SpreadFilterState {
+    if constraints.is_empty() {
+        return SpreadFilterState::default();
+    }
+    let mut domain_counts = vec![AHashMap::new(); constraints.len()];
+    let per_node: Vec<Vec<i64>> = constraints
+        .iter()
+        .map(|c| count_per_node(snap, &c.selector, ns))
+        .collect();
+    for &slot in nodes {
+        if !has_all_keys(snap, &constraints, slot) {
+            continue;
+        }
+        for (i, c) in constraints.iter().enumerate() {
+            if !included(snap, c, slot, affinity, taints) {
+                continue;
+            }
+            let v = snap.label(slot, c.key);
+            *domain_counts[i].entry(v).or_insert(0) += per_node[i][slot as usize];
+        }
+    }
+    let min_match = constraints
+        .iter()
+        .zip(&domain_counts)
+        .map(|(c, dc)| {
+            if (dc.len() as i64) < c.min_domains {
+                0
+            } else {
+                dc.values().copied().min().unwrap_or(i32::MAX as i64)
+            }
+        })
+        .collect();
+    let self_match = constraints
+        .iter()
+        .map(|c| i64::from(c.selector.matches(pod_labels)))
+        .collect();
+    SpreadFilterState {
+        constraints,
+        domain_counts,
+        min_match,
+        self_match,
+    }
+}
+
+/// Filter: 0 = missing topology label (unresolvable), 1 = skew exceeded.
+#[inline]
+pub fn filter(snap: &Snapshot, st: &SpreadFilterState, slot: u32) -> Option<u64> {
+    for (i, c) in st.constraints.iter().enumerate() {
+        let v = snap.label(slot, c.key);
+        if v == 0 {
+            return Some(0);
+        }
+        let matched = st.domain_counts[i].get(&v).copied().unwrap_or(0);
+        if matched + st.self_match[i] - st.min_match[i] > c.max_skew {
+            return Some(1);
+        }
+    }
+    None
+}
+
+pub fn reason(detail: u64) -> &'static str {
+    if detail == 0 {
+        ERR_REASON_NODE_LABEL_NOT_MATCH
+    } else {
+        ERR_REASON_CONSTRAINTS_NOT_MATCH
+    }
+}
+
+/// Score state (PreScore over the feasible nodes).
+#[derive(Clone, Debug, Default)]
+pub struct SpreadScoreState {
+    pub constraints: Vec<Constraint>,
+    pub require_all_topologies: bool,
+    /// Per constraint: domain value → matching pods (non-hostname keys).
+    pub pair_counts: Vec<AHashMap<u32, i64>>,
+    /// Per constraint: per node slot counts (hostname keys).
+    pub node_counts: Vec<Vec<i64>>,
+    pub weights: Vec<f64>,
+}
+
+/// PreScore and Score over `feasible`; returns raw scores and the ignored mask.
+#[allow(clippy::too_many_arguments)]
+pub fn score_all(
+    snap: &Snapshot,
+    constraints: Vec<Constraint>,
+    require_all_topologies: bool,
+    ns: u32,
+    affinity: &RequiredNodeAffinity,
+    taints: &TaintState,
+    all_nodes: &[u32],
+    feasible: &[u32],
+) -> Option<(Vec<i64>, Vec<bool>)> {
+    if constraints.is_empty() || feasible.is_empty() || all_nodes.is_empty() {
+        return None;
+    }
+    let mut ignored = vec![false; feasible.len()];
+    let mut pair_counts: Vec<AHashMap<u32, i64>> = vec![AHashMap::new(); constraints.len()];
+    let mut topo_size = vec![0usize; constraints.len()];
+    let mut ignored_count = 0usize;
+    for (fi, &slot) in feasible.iter().enumerate() {
+        if require_all_topologies && !has_all_keys(snap, &constraints, slot) {
+            ignored[fi] = true;
+            ignored_count += 1;
+            continue;
+        }
+        for (i, c) in constraints.iter().enumerate() {
+            if c.key_is_hostname {
+                continue;
+            }
+            let v = snap.label(slot, c.key);
+            if let std::collections::hash_map::Entry::Vacant(e) = pair_counts[i].entry(v) {
+                e.insert(0);
+                topo_size[i] += 1;
+            }
+        }
+    }
+    let per_node: Vec<Vec<i64>> = constraints
+        .iter()
+        .map(|c| count_per_node(snap, &c.selector, ns))
+        .collect();
+    for &slot in all_nodes {
+        if require_all_topologies && !has_all_keys(snap, &constraints, slot) {
+            continue;
+        }
+        for (i, c) in constraints.iter().enumerate() {
+            if c.key_is_hostname || !included(snap, c, slot, affinity, taints) {
+                continue;
+            }
+            let v = snap.label(slot, c.key);
+            if let Some(cnt) = pair_counts[i].get_mut(&v) {
+                *cnt += per_node[i][slot as usize];
+            }
+        }
+    }
+    let weights: Vec<f64> = constraints
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let size = if c.key_is_hostname {
+                feasible.len() - ignored_count
+            } else {
+                topo_size[i]
+            };
+            ((size + 2) as f64).ln()
+        })
+        .collect();
+    let scores = feasible
+        .iter()
+        .enumerate()
+        .map(|(fi, &slot)| {
+            if ignored[fi] {
+                return 0;
+            }
+            let mut score = 0f64;
+            for (i, c) in constraints.iter().enumerate() {
+                let v = snap.label(slot, c.key);
+                if v == 0 {
+                    continue;
+                }
+                let cnt = if c.key_is_hostname {
+                    per_node[i][slot as usize]
+                } else {
+                    pair_counts[i].get(&v).copied().unwrap_or(0)
+                };
+                score += cnt as f64 * weights[i] + (c.max_skew - 1) as f64;
+            }
+            score.round() as i64
+        })
+        .collect();
+    Some((scores, ignored))
+}
+
+/// NormalizeScore with ignored nodes.
+pub fn normalize(scores: &mut [i64], ignored: &[bool]) {
+    let mut min = i64::MAX;
+    let mut max = 0i64;
+    for (s, &ig) in scores.iter().zip(ignored) {
+        if ig {
+            continue;
+        }
+        min = min.min(*s);
+        max = max.max(*s);
+    }
+    for (s, &ig) in scores.iter_mut().zip(ignored) {
+        if ig {
+            *s = 0;
+        } else if max == 0 {
+            *s = 100;
+        } else {
+            *s = 100 * (max + min - *s) / max;
+        }
+    }
+}
