@@ -819,6 +819,24 @@ def test_existing_namespace_selector_matches_labels_of_incoming_namespace(run: E
     assert statuses(run(c, teamed, [PLUGIN])) == {"node-1": None, "node-2": None, "node-3": None}
 
 
+def test_empty_namespace_selector_means_every_namespace(run: Explain) -> None:
+    # Derived: an empty namespaceSelector ({}) is labels.Everything(), which
+    # mergeAffinityTermNamespacesIfNotEmpty leaves in place instead of resolving it
+    # against Namespace objects, so it also matches pods of a namespace that has no
+    # object (here "ghost"), in required and in preferred terms alike.
+    c = cluster(ZONES3, [pod("e", namespace="ghost", node="node-1", labels=WEB)], {"plain": {}})
+    every = term(match(WEB), "zone", namespace_selector={})
+    p = pod("p", namespace="plain", affinity=affinity(anti_required=[every]))
+    assert statuses(run(c, p, [PLUGIN])) == {"node-1": ANTI, "node-2": None, "node-3": None}
+    p = pod("p", namespace="plain", affinity=affinity(preferred=[weighted(4, every)]))
+    scores = {n: e["scores"][PLUGIN] for n, e in run(c, p, [], [(PLUGIN, 1)]).items()}
+    assert scores == {
+        "node-1": {"raw": 4, "normalized": 100},
+        "node-2": {"raw": 0, "normalized": 0},
+        "node-3": {"raw": 0, "normalized": 0},
+    }
+
+
 def test_terminating_pods_still_count(run: Explain) -> None:
     # Derived: unlike PodTopologySpread, InterPodAffinity does not skip pods with a
     # deletionTimestamp (NodeInfo.Pods includes them).
