@@ -79,10 +79,12 @@ def pod(
     containers: Iterable[Obj] | None = None,
     init_containers: Iterable[Obj] = (),
     overhead: Mapping[str, str] | None = None,
+    pod_requests: Mapping[str, str] | None = None,
     node_name: str | None = None,
 ) -> Obj:
     """A pod. ``node`` binds an existing pod; ``node_name`` sets ``spec.nodeName`` of the
-    pod being scheduled (NodeName plugin); both end up in ``spec.nodeName``."""
+    pod being scheduled (NodeName plugin); both end up in ``spec.nodeName``.
+    ``pod_requests`` are pod-level ``spec.resources.requests``."""
     spec: Obj = {"containers": list(containers) if containers is not None else []}
     if init_containers:
         spec["initContainers"] = list(init_containers)
@@ -99,6 +101,8 @@ def pod(
         spec["topologySpreadConstraints"] = spread
     if overhead is not None:
         spec["overhead"] = dict(overhead)
+    if pod_requests is not None:
+        spec["resources"] = {"requests": dict(pod_requests)}
     return {
         "name": name,
         "uid": uid or f"uid-{namespace}-{name}",
