@@ -430,7 +430,11 @@ async def test_watch_expiry_after_restart_relists_instead_of_crashing(
         tasks = list(sched._tasks)
         relists = sched.node_informer.relists + sched.pod_informer.relists
         # A restarted apiserver's watch cache starts at the current etcd revision: the
-        # informers' resumed watches get 410 Gone ("too old resource version").
+        # informers' resumed watches get 410 Gone ("too old resource version") once any
+        # write has moved that revision past what they saw.
+        await cluster.rest.request_json(
+            "POST", f"/api/v1/namespaces/{cluster.ns}/configmaps", body={"metadata": {"name": "x"}}
+        )
         await asyncio.to_thread(control_plane.restart_apiserver, kill=True)
         await eventually(
             lambda: _true(sched.node_informer.relists + sched.pod_informer.relists > relists),
