@@ -19,7 +19,7 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 Obj = dict[str, Any]
 
@@ -218,7 +218,7 @@ def explain(
     """What ``Snapshot.explain`` should return for pod ``p`` on cluster ``c``."""
     args = dict(args or {})
     cl = _Cluster.of(c)
-    plugins = {
+    plugins: dict[str, _Plugin] = {
         "NodeUnschedulable": _NodeUnschedulable(),
         "PodTopologySpread": PodTopologySpread(cl, p, args.get("PodTopologySpread") or {}),
         "InterPodAffinity": InterPodAffinity(cl, p, args.get("InterPodAffinity") or {}),
@@ -251,6 +251,12 @@ def explain(
                 entry["total"] += norm * weight
         out[n["name"]] = entry
     return out
+
+
+class _Plugin(Protocol):
+    def filter(self, p: Obj, n: Obj) -> _Status | None: ...
+
+    def score(self, feasible: list[Obj]) -> dict[str, tuple[int, int]]: ...
 
 
 class _NodeUnschedulable:

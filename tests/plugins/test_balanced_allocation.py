@@ -34,7 +34,9 @@ DEFAULT_RESOURCES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 
 WITH_GPU = [*DEFAULT_RESOURCES, {"name": GPU, "weight": 1}]
 
 
-def make_node(name: str, milli_cpu: int, memory: int, scalars: Mapping[str, int] | None = None):
+def make_node(
+    name: str, milli_cpu: int, memory: int, scalars: Mapping[str, int] | None = None
+) -> Obj:
     """upstream's makeNode(name, milliCPU, memory, extendedResource): 100 pods."""
     return node(
         name, allocatable={"cpu": milli_cpu, "memory": memory, "pods": 100, **(scalars or {})}

@@ -76,7 +76,7 @@ requirements = st.one_of(
 )
 
 #: Pod label selectors: mostly specific, sometimes empty ({}: all pods) or null (none).
-label_selectors = st.one_of(
+label_selectors: st.SearchStrategy[Obj | None] = st.one_of(
     st.builds(lambda a: selector(labels={"app": a}), st.sampled_from(APPS)),
     st.builds(lambda rs: selector(*rs), st.lists(requirements, min_size=1, max_size=2)),
     st.builds(lambda a, r: selector(r, labels={"app": a}), st.sampled_from(APPS), requirements),

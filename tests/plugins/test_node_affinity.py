@@ -11,6 +11,8 @@ is the message every DaemonSet pod that cannot fit shows for the other nodes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from ksched._core import Profile
@@ -51,7 +53,9 @@ def fields(*f: Obj) -> Obj:
     return node_selector_term(fields=list(f))
 
 
-def added(*, required_terms: list[Obj] | None = None, preferred: list[tuple[int, Obj]] = ()) -> Obj:
+def added(
+    *, required_terms: list[Obj] | None = None, preferred: Sequence[tuple[int, Obj]] = ()
+) -> Obj:
     """NodeAffinityArgs.addedAffinity."""
     return {PLUGIN: {"addedAffinity": node_affinity(required=required_terms, preferred=preferred)}}
 

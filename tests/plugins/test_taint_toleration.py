@@ -203,7 +203,9 @@ def pns(key: str, value: str) -> tuple[str, str, str]:
         ),
     ],
 )
-def test_score(tolerations: list[Obj], taints: dict[str, list], want: dict[str, int]) -> None:
+def test_score(
+    tolerations: list[Obj], taints: dict[str, list[tuple[str, str, str]]], want: dict[str, int]
+) -> None:
     c = cluster([node(name, taints=t) for name, t in taints.items()])
     got = explain(c, pod("pod1", tolerations=tolerations), [PLUGIN], [(PLUGIN, 1)])
     assert normalized(got, PLUGIN) == want
