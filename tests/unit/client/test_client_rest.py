@@ -1,0 +1,225 @@
+"""HTTP behaviour of ksched.client.rest against a local aiohttp server: client-go's
+retries (Retry-After on 429/5xx, broken GETs, one re-authentication after 401) and what
+is *not* retried. Not an API server stand-in: the integration tests use the real one;
+these cases need answers a healthy apiserver does not give on demand."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from ksched.client import rest as rest_mod
+from ksched.client.api import KubeClusterAPI
+from ksched.client.kubeconfig import ClientConfig, Credentials
+from ksched.client.rest import RestClient
+from ksched.client.watching import watch
+from ksched.cluster import APIError, Gone
+
+Handler = Callable[[web.Request], Any]
+
+
+class Server:
+    """Serves ``handler`` for every path and records the requests."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.handler: Handler = lambda r: web.json_response({})
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append((request.method, request.path_qs, dict(request.headers)))
+        result = self.handler(request)
+        if asyncio.iscoroutine(result):
+            result = await result
+        assert isinstance(result, web.StreamResponse)
+        return result
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[tuple[Server, str]]:
+    srv = Server()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", srv.handle)
+    ts = TestServer(app, host="127.0.0.1")
+    await ts.start_server()
+    try:
+        yield srv, f"http://127.0.0.1:{ts.port}"
+    finally:
+        await ts.close()
+
+
+def client(host: str, credentials: Credentials | None = None) -> RestClient:
+    cfg = ClientConfig(host=host, qps=-1, burst=0)
+    if credentials is not None:
+        cfg.credentials = credentials
+    return RestClient(cfg)
+
+
+def status(code: int, reason: str, headers: dict[str, str] | None = None) -> web.Response:
+    body = {"kind": "Status", "code": code, "reason": reason, "message": reason.lower()}
+    return web.json_response(body, status=code, headers=headers)
+
+
+def answers(*responses: Callable[[], web.StreamResponse]) -> Handler:
+    """Answer the n-th request with the n-th response (the last one repeats)."""
+    seq = list(responses)
+
+    def handler(_: web.Request) -> web.StreamResponse:
+        return seq.pop(0)() if len(seq) > 1 else seq[0]()
+
+    return handler
+
+
+async def test_429_and_5xx_with_retry_after_are_retried(server: tuple[Server, str]) -> None:
+    srv, host = server
+    srv.handler = answers(
+        lambda: status(429, "TooManyRequests", {"Retry-After": "0"}),
+        lambda: status(503, "ServiceUnavailable", {"Retry-After": "0"}),
+        lambda: web.json_response({"ok": True}, status=201),
+    )
+    async with client(host) as c:
+        assert await c.request_json("POST", "/x", body={"a": 1}) == {"ok": True}
+        assert c.retries == 2
+    assert [m for m, _, _ in srv.requests] == ["POST"] * 3
+
+
+async def test_5xx_without_retry_after_is_not_retried(server: tuple[Server, str]) -> None:
+    srv, host = server
+    srv.handler = lambda r: status(500, "InternalError")
+    async with client(host) as c:
+        with pytest.raises(APIError) as exc:
+            await c.request("GET", "/x")
+    assert exc.value.status == 500 and len(srv.requests) == 1
+
+
+async def test_retry_after_gives_up_after_max_retries(
+    server: tuple[Server, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    srv, host = server
+    monkeypatch.setattr(rest_mod, "MAX_RETRIES", 3)
+    srv.handler = lambda r: status(429, "TooManyRequests", {"Retry-After": "0"})
+    async with client(host) as c:
+        with pytest.raises(APIError) as exc:
+            await c.request("GET", "/x")
+    assert exc.value.status == 429 and len(srv.requests) == 4
+
+
+class RotatingToken:
+    """A kubernetes Configuration look-alike whose refresh hook issues a new token."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.refresh_api_key_hook = object()
+
+    def get_api_key_with_prefix(self, identifier: str) -> str:
+        self.n += 1
+        return f"Bearer token-{self.n}"
+
+
+async def test_401_refreshes_the_credentials_once(server: tuple[Server, str]) -> None:
+    srv, host = server
+    srv.handler = lambda r: (
+        web.json_response({})
+        if r.headers.get("Authorization") == "Bearer token-2"
+        else status(401, "Unauthorized")
+    )
+    async with client(host, Credentials(RotatingToken())) as c:
+        assert await c.request_json("GET", "/x") == {}
+    assert [h["Authorization"] for _, _, h in srv.requests] == ["Bearer token-1", "Bearer token-2"]
+
+    srv.requests.clear()
+    srv.handler = lambda r: status(401, "Unauthorized")
+    async with client(host, Credentials(RotatingToken())) as c:
+        with pytest.raises(APIError) as exc:
+            await c.request("GET", "/x")
+    assert exc.value.status == 401 and len(srv.requests) == 2
+
+
+async def drop_connection(request: web.Request) -> web.StreamResponse:
+    assert request.transport is not None
+    request.transport.close()
+    await asyncio.sleep(0.05)
+    return web.Response()
+
+
+async def test_a_broken_get_is_retried_but_a_broken_write_is_not(
+    server: tuple[Server, str],
+) -> None:
+    srv, host = server
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if len(srv.requests) == 1:
+            return await drop_connection(request)
+        return web.json_response({"n": len(srv.requests)})
+
+    srv.handler = handler
+    async with client(host) as c:
+        assert await c.request_json("GET", "/x") == {"n": 2}
+
+    srv.requests.clear()
+    srv.handler = drop_connection
+    async with client(host) as c:
+        with pytest.raises(APIError) as exc:
+            await c.request("POST", "/pods/p/binding", body=b"{}")
+    assert exc.value.status == 0 and exc.value.reason == "ConnectionError"
+    assert len(srv.requests) == 1  # the binding may have happened: never repeated
+
+
+async def test_watch_stream_with_chunks_bookmarks_and_a_410(server: tuple[Server, str]) -> None:
+    srv, host = server
+
+    async def stream(request: web.Request) -> web.StreamResponse:
+        assert request.query["watch"] == "true"
+        assert request.query["allowWatchBookmarks"] == "true"
+        assert request.query["resourceVersion"] == "5"
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        lines = [
+            {"type": "ADDED", "object": {"metadata": {"name": "a", "resourceVersion": "6"}}},
+            {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}},
+            {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired",
+                                         "message": "too old resource version: 5 (8)"}},
+        ]  # fmt: skip
+        data = b"".join(orjson.dumps(x) + b"\n" for x in lines)
+        for i in range(0, len(data), 7):  # deliberately tiny chunks
+            await resp.write(data[i : i + 7])
+        return resp
+
+    srv.handler = stream
+    seen: list[str] = []
+    async with client(host) as c:
+        with pytest.raises(Gone, match="too old resource version"):
+            async for ev in watch(c, "/api/v1/pods", resource_version="5", timeout_seconds=10):
+                seen.append(ev.type)
+    assert seen == ["ADDED", "BOOKMARK"]
+
+
+async def test_list_follows_continue_tokens_and_falls_back_when_one_expires(
+    server: tuple[Server, str],
+) -> None:
+    srv, host = server
+
+    def pages(request: web.Request) -> web.Response:
+        q = request.query
+        assert q["fieldSelector"] == "status.phase!=Succeeded,status.phase!=Failed"
+        if "limit" not in q:  # the fallback: one full list
+            items = [{"metadata": {"name": n}} for n in "abc"]
+            return web.json_response({"metadata": {"resourceVersion": "20"}, "items": items})
+        if "continue" not in q:
+            return web.json_response(
+                {"metadata": {"resourceVersion": "10", "continue": "t1"},
+                 "items": [{"metadata": {"name": "a"}}]}
+            )  # fmt: skip
+        return status(410, "Expired")
+
+    srv.handler = pages
+    api = KubeClusterAPI(ClientConfig(host=host, qps=-1, burst=0), page_size=1)
+    async with api:
+        listing = await api.list(kind="pods")
+    assert [i["metadata"]["name"] for i in listing.items] == ["a", "b", "c"]
+    assert listing.resource_version == "20"
