@@ -143,6 +143,8 @@ class KubeClusterAPI:
                 page = await self.rest.request_json("GET", path, params=base)
                 items = []
                 cont = ""
+            if not isinstance(page, dict):
+                raise APIError(0, "DecodeError", f"GET {path}: the answer is not a List")
             meta = page.get("metadata") or {}
             if not resource_version or not cont:
                 resource_version = str(meta.get("resourceVersion") or "")
