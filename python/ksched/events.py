@@ -1,33 +1,69 @@
 """Kubernetes Events the scheduler records (``events.k8s.io/v1``), as upstream words them.
 
 ``Scheduled`` (Normal, action Binding): "Successfully assigned ns/name to node".
-``FailedScheduling`` (Warning, action Scheduling): the diagnosis message.
+``FailedScheduling`` (Warning, action Scheduling): the diagnosis message, truncated to
+the API's 1024-character note limit with a trailing " ..." as upstream does.
 
-Events are sent in the background: the scheduling loop never waits for the API. A
-bounded number of sends are in flight; beyond that, events are dropped and counted, so a
-storm of failures cannot flood the API server or grow memory without bound.
+Events never block the scheduling loop and a storm of failures cannot flood the API
+server. The recorder mirrors client-go's ``events`` broadcaster:
+
+* **Aggregation.** Events are keyed by (type, action, reason, reporting controller and
+  instance, regarding object incl. its resourceVersion), not by note. The first event of
+  a key is created; the second turns it into a series (``series.count: 2``) sent as a
+  patch; later ones only bump the count locally. Series are re-sent every 30 minutes
+  and finished (final count sent, key forgotten) after 6 minutes without a repeat; a
+  single event's key is forgotten after 6 minutes. A pod that keeps failing for the
+  same reason therefore costs a couple of API calls, not one per attempt.
+* **Bounded backlog.** At most ``max_queued`` (1000) events wait to be sent; beyond that
+  new ones are dropped and counted (client-go's broadcaster drops when its channel is
+  full).
+* **Bounded concurrency and rate.** A few workers send the backlog; an optional token
+  bucket (``qps``/``burst``) caps the rate on a real API server.
+
+Series patches need ``ClusterAPI.patch_event``; on an API without it the series count
+is kept locally (``aggregated``) and only the first event of a key is sent.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime as _dt
-import itertools
 import logging
-import os
-from typing import Any
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Final
 
 from ksched.api.pod import Pod
 from ksched.cluster import ClusterAPI
 
 log = logging.getLogger(__name__)
 
-_MAX_NOTE = 1024
-_counter = itertools.count()
+__all__ = ["NOTE_LENGTH_LIMIT", "EventRecorder", "make_event", "truncate_message"]
+
+#: ``validation.NoteLengthLimit``.
+NOTE_LENGTH_LIMIT: Final = 1024
+FINISH_TIME: Final = 6 * 60.0
+REFRESH_TIME: Final = 30 * 60.0
+
+_stamp_cache: list[Any] = [0, ""]
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """RFC 3339 with microseconds (``metav1.MicroTime``), cheap on the hot path."""
+    t = time.time()
+    sec = int(t)
+    if sec != _stamp_cache[0]:
+        _stamp_cache[0] = sec
+        _stamp_cache[1] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
+    return f"{_stamp_cache[1]}.{int((t - sec) * 1e6):06d}Z"
+
+
+def truncate_message(message: str) -> str:
+    """Upstream ``truncateMessage``: cut to the note limit with a " ..." suffix."""
+    if len(message) <= NOTE_LENGTH_LIMIT:
+        return message
+    suffix = " ..."
+    return message[: NOTE_LENGTH_LIMIT - len(suffix)] + suffix
 
 
 def make_event(
@@ -39,15 +75,14 @@ def make_event(
     note: str,
     reporting_controller: str,
     reporting_instance: str,
+    resource_version: str | None = None,
 ) -> dict[str, Any]:
     """An events.k8s.io/v1 Event about ``pod``."""
-    if len(note) > _MAX_NOTE:
-        note = note[: _MAX_NOTE - 3] + "..."
     return {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
         "metadata": {
-            "name": f"{pod.name}.{os.getpid():x}{next(_counter):x}",
+            "name": f"{pod.name}.{time.time_ns():x}",
             "namespace": pod.namespace,
         },
         "eventTime": _now(),
@@ -61,66 +96,241 @@ def make_event(
             "namespace": pod.namespace,
             "name": pod.name,
             "uid": pod.uid,
-            "resourceVersion": pod.resource_version,
+            "resourceVersion": pod.resource_version
+            if resource_version is None
+            else resource_version,
         },
-        "note": note,
+        "note": truncate_message(note),
         "type": type_,
     }
 
 
-class EventRecorder:
-    """Sends events without blocking the caller."""
+class _Series:
+    """What the recorder remembers of an event key: enough to patch its series."""
 
-    def __init__(self, api: ClusterAPI, *, instance: str, max_in_flight: int = 256) -> None:
+    __slots__ = ("count", "first_seen", "last_observed", "name", "namespace")
+
+    def __init__(self, namespace: str, name: str, now: float) -> None:
+        self.namespace = namespace
+        self.name = name
+        self.count = 1
+        self.first_seen = now
+        self.last_observed = now
+
+
+_Key = tuple[str, str, str, str, str, str, str]
+
+
+class EventRecorder:
+    """Aggregates and sends events without blocking the caller."""
+
+    def __init__(
+        self,
+        api: ClusterAPI,
+        *,
+        instance: str,
+        max_queued: int = 1000,
+        workers: int = 8,
+        qps: float | None = None,
+        burst: int = 100,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._api = api
         self._instance = instance
-        self._max_in_flight = max_in_flight
-        self._in_flight: set[asyncio.Task[None]] = set()
+        self._max_queued = max_queued
+        self._max_workers = workers
+        self._qps = qps
+        self._burst = burst
+        self._tokens = float(burst)
+        self._last_refill = clock()
+        self._clock = clock
+        self._cache: dict[_Key, _Series] = {}
+        self._backlog: deque[tuple[str, dict[str, Any], dict[str, Any] | None]] = deque()
+        self._workers: set[asyncio.Task[None]] = set()
+        self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._sending = 0
+        self._last_sweep = clock()
+        #: Events not sent because the backlog was full.
         self.dropped = 0
+        #: Events (creates and series patches) the API accepted.
         self.sent = 0
+        #: Repeats folded into an existing series without an API call.
+        self.aggregated = 0
 
-    def scheduled(self, pod: Pod, node: str, controller: str) -> None:
-        self._send(
-            make_event(
-                pod,
-                type_="Normal",
-                reason="Scheduled",
-                action="Binding",
-                note=f"Successfully assigned {pod.namespace}/{pod.name} to {node}",
-                reporting_controller=controller,
-                reporting_instance=self._instance,
-            )
+    # ---- what the scheduler records ------------------------------------------------
+
+    def scheduled(
+        self, pod: Pod, node: str, controller: str, resource_version: str | None = None
+    ) -> None:
+        self.eventf(
+            pod,
+            "Normal",
+            "Scheduled",
+            "Binding",
+            f"Successfully assigned {pod.namespace}/{pod.name} to {node}",
+            controller,
+            resource_version,
         )
 
-    def failed_scheduling(self, pod: Pod, message: str, controller: str) -> None:
-        self._send(
-            make_event(
-                pod,
-                type_="Warning",
-                reason="FailedScheduling",
-                action="Scheduling",
-                note=message,
-                reporting_controller=controller,
-                reporting_instance=self._instance,
-            )
+    def failed_scheduling(
+        self, pod: Pod, message: str, controller: str, resource_version: str | None = None
+    ) -> None:
+        self.eventf(
+            pod, "Warning", "FailedScheduling", "Scheduling", message, controller, resource_version
         )
 
-    def _send(self, event: dict[str, Any]) -> None:
-        if len(self._in_flight) >= self._max_in_flight:
+    def eventf(
+        self,
+        pod: Pod,
+        type_: str,
+        reason: str,
+        action: str,
+        note: str,
+        controller: str,
+        resource_version: str | None = None,
+    ) -> None:
+        rv = pod.resource_version if resource_version is None else resource_version
+        key = (type_, action, reason, controller, self._instance, pod.uid, rv)
+        now = self._clock()
+        series = self._cache.get(key)
+        if series is not None:
+            series.count += 1
+            series.last_observed = now
+            if series.count == 2:
+                self._enqueue_patch(series)
+            else:
+                self.aggregated += 1
+            return
+        event = make_event(
+            pod,
+            type_=type_,
+            reason=reason,
+            action=action,
+            note=note,
+            reporting_controller=controller,
+            reporting_instance=self._instance,
+            resource_version=rv,
+        )
+        self._cache[key] = _Series(pod.namespace, event["metadata"]["name"], now)
+        self._enqueue("create", event, None)
+        if now - self._last_sweep > 60.0:
+            self._sweep(now)
+
+    # ---- series bookkeeping ------------------------------------------------------------
+
+    def _enqueue_patch(self, series: _Series) -> None:
+        patch = {"series": {"count": series.count, "lastObservedTime": _now()}}
+        target = {"metadata": {"namespace": series.namespace, "name": series.name}}
+        self._enqueue("patch", target, patch)
+
+    def _sweep(self, now: float) -> None:
+        """Finish series idle for 6 minutes, refresh long-running ones every 30."""
+        self._last_sweep = now
+        for key, series in list(self._cache.items()):
+            idle = now - series.last_observed
+            if idle > FINISH_TIME:
+                if series.count > 1:
+                    self._enqueue_patch(series)
+                del self._cache[key]
+            elif series.count > 1 and now - series.first_seen > REFRESH_TIME:
+                series.first_seen = now
+                self._enqueue_patch(series)
+
+    def flush_series(self) -> None:
+        """Run the periodic series bookkeeping now (normally done while recording)."""
+        self._sweep(self._clock())
+
+    # ---- sending ---------------------------------------------------------------------
+
+    def _enqueue(self, kind: str, event: dict[str, Any], patch: dict[str, Any] | None) -> None:
+        backlog = self._backlog
+        if len(backlog) >= self._max_queued:
             self.dropped += 1
             return
-        task = asyncio.get_running_loop().create_task(self._post(event))
-        self._in_flight.add(task)
-        task.add_done_callback(self._in_flight.discard)
+        backlog.append((kind, event, patch))
+        self._idle.clear()
+        if not self._wakeup.is_set():
+            self._wakeup.set()
+        if len(self._workers) < self._max_workers and len(backlog) > self._sending_capacity():
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return  # no loop (tests building events): stays in the backlog
+            task = loop.create_task(self._work())
+            self._workers.add(task)
+            task.add_done_callback(self._workers.discard)
 
-    async def _post(self, event: dict[str, Any]) -> None:
+    def _sending_capacity(self) -> int:
+        """Idle workers that will pick the backlog up."""
+        return len(self._workers) - self._sending
+
+    async def _take_token(self) -> None:
+        if self._qps is None:
+            return
+        while True:
+            now = self._clock()
+            self._tokens = min(
+                float(self._burst), self._tokens + (now - self._last_refill) * self._qps
+            )
+            self._last_refill = now
+            if self._tokens >= 1.0:
+                self._tokens -= 1.0
+                return
+            await asyncio.sleep((1.0 - self._tokens) / self._qps)
+
+    async def _work(self) -> None:
+        """A long-lived sender: drains the backlog, then waits for more."""
+        backlog = self._backlog
+        while True:
+            while backlog:
+                kind, event, patch = backlog.popleft()
+                self._sending += 1
+                try:
+                    await self._send(kind, event, patch)
+                finally:
+                    self._sending -= 1
+            if not self._sending:
+                self._idle.set()
+            self._wakeup.clear()
+            await self._wakeup.wait()
+
+    async def _send(self, kind: str, event: dict[str, Any], patch: dict[str, Any] | None) -> None:
+        await self._take_token()
         try:
-            await self._api.create_event(event=event)
+            if kind == "create":
+                await self._api.create_event(event=event)
+            else:
+                patch_event = getattr(self._api, "patch_event", None)
+                if patch_event is None:
+                    self.aggregated += 1
+                    return
+                meta = event["metadata"]
+                await patch_event(namespace=meta["namespace"], name=meta["name"], patch=patch)
             self.sent += 1
-        except Exception as exc:  # an event is best effort, as in client-go's recorder
-            log.warning("could not record event %s: %s", event["reason"], exc)
+        except Exception as exc:  # an event is best effort, as in client-go
+            log.warning("could not record event %s: %s", event.get("reason", "series"), exc)
+
+    @property
+    def backlog(self) -> int:
+        return len(self._backlog)
 
     async def drain(self) -> None:
-        """Wait for the events in flight."""
-        if self._in_flight:
-            await asyncio.gather(*self._in_flight, return_exceptions=True)
+        """Wait until every queued event was sent."""
+        while self._backlog or self._sending:
+            if not self._workers:
+                self._enqueue_worker()
+            await self._idle.wait()
+
+    def _enqueue_worker(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._work())
+        self._workers.add(task)
+        task.add_done_callback(self._workers.discard)
+        self._wakeup.set()
+
+    async def close(self) -> None:
+        """Stop the senders (after :meth:`drain`)."""
+        for task in list(self._workers):
+            task.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)

@@ -1,44 +1,374 @@
-"""One scheduling cycle, and the binding cycle it spawns.
+"""One scheduling cycle, and the binding cycle it spawns (upstream ``schedule_one.go``).
 
-Scheduling cycle (synchronous, on the event loop): pick the pod's profile, run the
-built-in Filter/Score as one call into Rust, and either assume the pod on the chosen
-node and spawn its binding, or record the failure (FailedScheduling event, PodScheduled
-condition False with reason Unschedulable) and hand the pod back to the queue.
+Scheduling cycle (synchronous, on the event loop):
 
-Binding cycle (an asyncio task): POST the Binding. On success the pod stays assumed
-until the informer's event for the bound pod confirms it; on failure the pod is
-forgotten from the cache and goes back to the queue through backoff.
+1. skip pods that are being deleted ("skip schedule deleting pod: ns/name") or are
+   already assumed/bound;
+2. place the pod: the built-in PreFilter/Filter/Score run as one call into Rust; a
+   profile with Python PreFilter/Filter/PreScore/Score plugins runs them around that
+   call (:func:`_place_with_python_plugins`); PostFilter runs when no node fits;
+3. assume the pod on the chosen node in the cache (its resources count from now on),
+   run Reserve, then Permit. Any failure unreserves (reverse order), forgets the pod
+   and hands it back to the queue with the diagnosis;
+4. spawn the binding cycle. When Permit did not ask to wait, the pod's in-flight window
+   ends here (upstream calls ``Done`` right after WaitOnPermit, which is then a no-op).
+
+Binding cycle (an asyncio task): WaitOnPermit, PreBind, Bind, PostBind. On success the
+pod stays assumed until the informer's event for the bound pod confirms it; on failure
+it is unreserved, forgotten (an ``AssignedPod/Delete`` event for the resources it held)
+and requeued through backoff.
+
+Failures record a ``FailedScheduling`` event and set the pod's PodScheduled condition to
+False (reason ``Unschedulable`` for rejections, ``SchedulerError`` for errors) with the
+same message; the condition patch is skipped when the pod already carries it, as
+upstream's ``UpdatePodCondition`` does.
+
+Per-pod Python work is kept small: no logging formatting unless enabled, metrics are
+plain counters (:mod:`ksched.metrics`), and the success path allocates one cycle state.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import random
 import time
 from array import array
-from typing import TYPE_CHECKING
+from collections import Counter
+from typing import TYPE_CHECKING, Any
 
+from ksched.api.pod import Pod
 from ksched.backend.queue import QueuedPodInfo
-from ksched.cluster import APIError, NotFound
-from ksched.framework.diagnosis import ERR_NO_NODES_AVAILABLE, fit_error_message
+from ksched.backend.queue.cluster_event import EVENT_ASSIGNED_POD_DELETE
+from ksched.cluster import APIError
+from ksched.framework.cycle_state import CycleState
+from ksched.framework.diagnosis import ERR_NO_NODES_AVAILABLE, FitError
+from ksched.framework.interface import NodeInfo
+from ksched.framework.runtime import Framework
+from ksched.framework.status import Code, Status
+from ksched.metrics import PLUGIN_METRICS_SAMPLE_PERCENT
 
 if TYPE_CHECKING:
     from ksched.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
+__all__ = ["Binder", "SchedulingStats", "record_failure", "schedule_one"]
+
+_SAMPLE = PLUGIN_METRICS_SAMPLE_PERCENT / 100.0
+_random = random.random
+_perf = time.perf_counter
+
 
 class SchedulingStats:
     """Counters and attempt latencies (nanoseconds) for reports and benchmarks."""
 
-    __slots__ = ("attempt_ns", "bind_errors", "bound", "scheduled", "unschedulable")
+    __slots__ = ("attempt_ns", "bind_errors", "bound", "errors", "scheduled", "unschedulable")
 
     def __init__(self) -> None:
         self.attempt_ns = array("q")
         self.scheduled = 0
         self.unschedulable = 0
+        self.errors = 0
         self.bound = 0
         self.bind_errors = 0
+
+
+# ---- placement ---------------------------------------------------------------------------
+
+
+def _rust_fit_error(result: Any) -> FitError:
+    plugins = frozenset(plugin for _, _, plugin, _ in result.statuses)
+    return FitError(result.num_all_nodes, result.reason_counts(), unschedulable_plugins=plugins)
+
+
+def _node_statuses(result: Any) -> dict[str, Status]:
+    out: dict[str, Status] = {}
+    for node, unresolvable, plugin, reasons in result.statuses:
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+        out[node] = Status(code, *reasons, plugin=plugin)
+    return out
+
+
+def _place(
+    sched: Scheduler, fw: Framework, info: QueuedPodInfo, state: CycleState
+) -> tuple[str | None, Status | None, Any]:
+    """The chosen node, or the failure status; the third value is the Rust result."""
+    if fw.python_placement:
+        return _place_with_python_plugins(sched, fw, info, state)
+    result = sched.cache.snapshot.schedule(info.compiled, fw.profile.kernels)
+    node = result.node
+    if node is not None:
+        return node, None, result
+    if result.num_all_nodes == 0:
+        return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE), result
+    return None, _post_filter(fw, state, info.pod, _rust_fit_error(result), result), result
+
+
+def _post_filter(fw: Framework, state: CycleState, pod: Pod, fit: FitError, result: Any) -> Status:
+    if fw.has_post_filter:
+        res, s = fw.run_post_filter(state, pod, _node_statuses(result))
+        fit.post_filter_msg = s.message
+        if res is not None:
+            state.write("ksched/nominating", res.nominated_node_name)
+    return Status(Code.UNSCHEDULABLE, fit.message, error=fit)
+
+
+def _place_with_python_plugins(
+    sched: Scheduler, fw: Framework, info: QueuedPodInfo, state: CycleState
+) -> tuple[str | None, Status | None, Any]:
+    """Python PreFilter, then the Rust call (keeping every scored node), then Python
+    Filter on the nodes that passed the Rust filters, PreScore and Score added to the
+    Rust totals; the best total wins, ties broken at random.
+
+    Deviation from upstream: the Rust call samples ``percentageOfNodesToScore`` over
+    the built-in filters only, so Python filters see the sampled feasible set.
+    """
+    pod = info.pod
+    names, s = fw.run_pre_filter(state, pod)
+    if s is not None:
+        if not s.is_rejected():
+            return None, s, None
+        fit = FitError(
+            sched.cache.num_nodes,
+            {},
+            unschedulable_plugins=frozenset((s.plugin,)) if s.plugin else frozenset(),
+            pre_filter_msg=s.message,
+        )
+        return None, _post_filter(fw, state, pod, fit, _Empty()), None
+    snapshot = sched.cache.snapshot
+    result = snapshot.schedule(info.compiled, fw.profile.kernels, True)
+    if result.node is None:
+        if result.num_all_nodes == 0:
+            return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE), result
+        return None, _post_filter(fw, state, pod, _rust_fit_error(result), result), result
+    candidates: list[tuple[str, int]] = list(result.scores) or [(result.node, 0)]
+    if names is not None:
+        candidates = [(n, t) for n, t in candidates if n in names]
+    nodes: list[NodeInfo] = []
+    totals: dict[str, int] = {}
+    rejected: dict[str, Status] = {}
+    for name, total in candidates:
+        ni = NodeInfo(name, sched.cache.nodes.get(name), snapshot)
+        fs = fw.run_filter(state, pod, ni)
+        if fs is None:
+            nodes.append(ni)
+            totals[name] = total
+        elif fs.code is Code.ERROR:
+            return None, fs, result
+        else:
+            rejected[name] = fs
+    if not nodes:
+        counts: Counter[str] = Counter()
+        for st in rejected.values():
+            for reason in st.reasons:
+                counts[reason] += 1
+        plugins = frozenset(st.plugin for st in rejected.values())
+        fit = FitError(result.num_all_nodes, counts, unschedulable_plugins=plugins)
+        return None, _post_filter(fw, state, pod, fit, _Empty(rejected)), result
+    if len(nodes) == 1:
+        return nodes[0].name, None, result
+    ps = fw.run_pre_score(state, pod, nodes)
+    if ps is not None:
+        return None, ps, result
+    extra, ss = fw.run_score(state, pod, nodes)
+    if ss is not None:
+        return None, ss, result
+    best = max(totals[n] + extra[n] for n in totals)
+    winners = [n for n in totals if totals[n] + extra[n] == best]
+    return random.choice(winners), None, result
+
+
+class _Empty:
+    """A stand-in Rust result for failures decided in Python."""
+
+    def __init__(self, statuses: dict[str, Status] | None = None) -> None:
+        self.statuses = [
+            (n, s.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, s.plugin, list(s.reasons))
+            for n, s in (statuses or {}).items()
+        ]
+
+
+# ---- the scheduling cycle ------------------------------------------------------------------
+
+
+def schedule_one(sched: Scheduler, info: QueuedPodInfo) -> None:
+    """Run one scheduling cycle for ``info`` (popped from the queue)."""
+    pod = info.pod
+    queue = sched.queue
+    fw = sched.frameworks.get(pod.scheduler_name)
+    if fw is None:
+        queue.done(pod.uid)
+        return
+    if pod.deletion_timestamp is not None:
+        sched.recorder.eventf(
+            pod,
+            "Warning",
+            "FailedScheduling",
+            "Scheduling",
+            f"skip schedule deleting pod: {pod.namespace}/{pod.name}",
+            fw.name,
+        )
+        queue.done(pod.uid)
+        return
+    cache = sched.cache
+    if cache.has_pod(pod.uid):
+        # Already assumed or bound: skip, as upstream's skipPodSchedule does.
+        queue.done(pod.uid)
+        return
+
+    start = _perf()
+    state = CycleState(record_plugin_metrics=_random() < _SAMPLE)
+    node, status, _result = _place(sched, fw, info, state)
+    if node is None:
+        assert status is not None
+        fw.ok_filter.observe(_perf() - start)
+        handle_scheduling_failure(sched, fw, info, status, start)
+        return
+    elapsed = _perf() - start
+    # The Rust call covers PreFilter, Filter, PreScore and Score; until it reports each
+    # phase, its whole duration is recorded under Filter.
+    fw.ok_filter.observe(elapsed)
+
+    cache.assume(pod, info.compiled, node)
+    if pod.uid in queue.nominator.by_uid:
+        queue.nominator.delete(pod.uid)
+    if fw.points.reserve or fw.points.permit:
+        s = fw.run_reserve(state, pod, node)
+        if s is None:
+            s = fw.run_permit(state, pod, node)
+            if s is not None and s.code is Code.WAIT:
+                s = None
+                waiting = True
+            else:
+                waiting = False
+        if s is not None:
+            fw.run_unreserve(state, pod, node)
+            cache.forget(pod.uid)
+            if s.is_rejected():
+                fit = FitError(
+                    1,
+                    {s.message: 1},
+                    unschedulable_plugins=frozenset((s.plugin,))
+                    if s.code is not Code.PENDING
+                    else frozenset(),
+                    pending_plugins=frozenset((s.plugin,))
+                    if s.code is Code.PENDING
+                    else frozenset(),
+                )
+                s = Status(s.code, fit.message, plugin=s.plugin, error=fit)
+            handle_scheduling_failure(sched, fw, info, s, start)
+            return
+    else:
+        # No plugin at Reserve or Permit: record the (empty) extension points.
+        fw.ok_reserve.counts[0] += 1
+        fw.ok_permit.counts[0] += 1
+        waiting = False
+
+    sched.stats.attempt_ns.append(int((_perf() - start) * 1e9))
+    sched.stats.scheduled += 1
+    if not waiting:
+        queue.done(pod.uid)
+    sched.binder.spawn(info, node, fw, state, start, waiting)
+
+
+# ---- failures --------------------------------------------------------------------------
+
+
+def handle_scheduling_failure(
+    sched: Scheduler, fw: Framework, info: QueuedPodInfo, status: Status, start: float
+) -> None:
+    """Record the failure (metrics, event, condition) and requeue the pod."""
+    pod = info.pod
+    rejected = status.is_rejected()
+    sched.metrics.attempt("unschedulable" if rejected else "error", fw.name, _perf() - start)
+    if rejected:
+        sched.stats.unschedulable += 1
+    else:
+        sched.stats.errors += 1
+    err = status.error
+    if isinstance(err, FitError):
+        info.unschedulable_plugins = err.unschedulable_plugins
+        info.pending_plugins = err.pending_plugins
+        message = err.message
+    else:
+        info.unschedulable_plugins = frozenset()
+        info.pending_plugins = frozenset()
+        message = status.message
+        if not rejected:
+            log.warning("error scheduling pod %s; retrying: %s", pod.key, message)
+    current = sched.pod_informer.store.get(pod.key)
+    if current is None or (current.get("spec") or {}).get("nodeName"):
+        # Deleted meanwhile, or bound by someone else: nothing to retry.
+        sched.queue.done(pod.uid)
+        return
+    sched.queue.add_unschedulable_if_not_present(info)
+    record_failure(
+        sched,
+        info,
+        message,
+        fw.name,
+        reason="Unschedulable" if rejected else "SchedulerError",
+        current=current,
+    )
+
+
+def record_failure(
+    sched: Scheduler,
+    info: QueuedPodInfo,
+    message: str,
+    profile_name: str,
+    *,
+    reason: str = "Unschedulable",
+    current: dict[str, Any] | None = None,
+) -> None:
+    """FailedScheduling event and the PodScheduled=False condition, in the background.
+    ``current`` is the pod's latest object (informer store)."""
+    pod = info.pod
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("unable to schedule pod %s: %s", pod.key, message)
+    meta = (current or {}).get("metadata") or {}
+    rv = meta.get("resourceVersion") or pod.resource_version
+    sched.recorder.failed_scheduling(pod, message, profile_name, rv)
+    status_obj = (current or {}).get("status") or {}
+    condition = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": reason,
+        "message": message,
+    }
+    existing = next(
+        (
+            c
+            for c in status_obj.get("conditions") or []
+            if isinstance(c, dict) and c.get("type") == "PodScheduled"
+        ),
+        None,
+    )
+    condition_changed = existing is None or any(
+        existing.get(k) != condition[k] for k in ("status", "reason", "message")
+    )
+    clear_nomination = bool(status_obj.get("nominatedNodeName"))
+    if not condition_changed and not clear_nomination:
+        return
+    patch_status: dict[str, Any] = {}
+    if condition_changed:
+        patch_status["conditions"] = [condition]
+    if clear_nomination:
+        patch_status["nominatedNodeName"] = None
+    patch = {"status": patch_status}
+
+    async def _patch() -> None:
+        try:
+            await sched.api.patch_pod_status(namespace=pod.namespace, name=pod.name, patch=patch)
+        except (APIError, OSError) as exc:
+            log.warning("could not update the PodScheduled condition of %s: %s", pod.key, exc)
+
+    sched.background(_patch())
+
+
+# ---- the binding cycle ---------------------------------------------------------------------
 
 
 class Binder:
@@ -48,8 +378,18 @@ class Binder:
         self._sched = sched
         self._in_flight: set[asyncio.Task[None]] = set()
 
-    def spawn(self, info: QueuedPodInfo, node: str, profile_name: str) -> None:
-        task = asyncio.get_running_loop().create_task(self._bind(info, node, profile_name))
+    def spawn(
+        self,
+        info: QueuedPodInfo,
+        node: str,
+        fw: Framework,
+        state: CycleState,
+        start: float,
+        waiting: bool = False,
+    ) -> None:
+        task = asyncio.get_running_loop().create_task(
+            self._bind(info, node, fw, state, start, waiting)
+        )
         self._in_flight.add(task)
         task.add_done_callback(self._in_flight.discard)
 
@@ -57,86 +397,81 @@ class Binder:
     def in_flight(self) -> int:
         return len(self._in_flight)
 
-    async def _bind(self, info: QueuedPodInfo, node: str, profile_name: str) -> None:
+    async def _bind(
+        self,
+        info: QueuedPodInfo,
+        node: str,
+        fw: Framework,
+        state: CycleState,
+        start: float,
+        waiting: bool,
+    ) -> None:
         sched = self._sched
         pod = info.pod
-        try:
-            await sched.api.bind(
-                namespace=pod.namespace, name=pod.name, uid=pod.uid, node_name=node
-            )
-        except (TimeoutError, APIError, OSError) as exc:
+        if waiting:
+            s = await fw.wait_on_permit(pod)
+            if s is not None:
+                if s.is_rejected():
+                    fit = FitError(1, {s.message: 1}, unschedulable_plugins=frozenset((s.plugin,)))
+                    s = Status(s.code, fit.message, plugin=s.plugin, error=fit)
+                self._failed(info, node, fw, state, start, s)
+                return
+            # Failures from here on cannot make the pod "unschedulable": stop
+            # recording in-flight events for it.
+            sched.queue.done(pod.uid)
+        s = await fw.run_pre_bind(state, pod, node) if fw.points.pre_bind else None
+        if s is None:
+            s = await fw.run_bind(state, pod, node)
+        if s is not None:
             sched.stats.bind_errors += 1
-            sched.cache.forget(pod.uid)
-            if isinstance(exc, NotFound):
-                sched.queue.done(pod.uid)
-                return  # the pod is gone; nothing to retry
-            log.warning("binding %s to %s failed: %s", pod.key, node, exc)
-            sched.recorder.failed_scheduling(pod, f"Binding rejected: {exc}", profile_name)
-            sched.queue.requeue_after_error(info)
+            if s.code is not Code.SKIP and log.isEnabledFor(logging.WARNING):
+                log.warning("binding %s to %s failed: %s", pod.key, node, s.message)
+            self._failed(info, node, fw, state, start, s)
             return
         sched.stats.bound += 1
-        sched.queue.done(pod.uid)
-        sched.recorder.scheduled(pod, node, profile_name)
+        metrics = sched.metrics
+        fw.record_scheduled(_perf() - start)
+        attempts = info.attempts
+        metrics.attempts_series.observe(attempts)
+        if info.initial_attempt_timestamp is not None:
+            metrics.sli_series(attempts).observe(
+                sched.queue.clock() - info.initial_attempt_timestamp
+            )
+        sched.recorder.scheduled(pod, node, fw.name)
+        if fw.points.post_bind:
+            fw.run_post_bind(state, pod, node)
+
+    def _failed(
+        self,
+        info: QueuedPodInfo,
+        node: str,
+        fw: Framework,
+        state: CycleState,
+        start: float,
+        status: Status,
+    ) -> None:
+        """Upstream ``handleBindingCycleError``: unreserve, forget, wake the pods the
+        freed resources may help, then the failure handler."""
+        sched = self._sched
+        pod = info.pod
+        fw.run_unreserve(state, pod, node)
+        was_assumed = sched.cache.is_assumed(pod.uid)
+        sched.cache.forget(pod.uid)
+        if status.code is Code.SKIP:
+            status = Status(Code.ERROR, "no bind plugin bound the pod", plugin=status.plugin)
+        if was_assumed:
+            # The forgotten pod held resources on ``node``: report it as an assigned pod
+            # deletion (not for the pod itself when it was rejected).
+            held = dataclasses.replace(pod, node_name=node)
+            if status.is_rejected():
+                handle_scheduling_failure(sched, fw, info, status, start)
+                sched.queue.move_all_to_active_or_backoff(
+                    EVENT_ASSIGNED_POD_DELETE, held, None, lambda p: p.uid != pod.uid
+                )
+                return
+            sched.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE, held, None)
+        handle_scheduling_failure(sched, fw, info, status, start)
 
     async def drain(self) -> None:
         while self._in_flight:
             await asyncio.gather(*list(self._in_flight), return_exceptions=True)
-
-
-def schedule_one(sched: Scheduler, info: QueuedPodInfo) -> None:
-    """Run one scheduling cycle for ``info``."""
-    pod = info.pod
-    profile = sched.profiles.get(pod.scheduler_name)
-    if profile is None or pod.deletion_timestamp is not None or sched.cache.has_pod(pod.uid):
-        # Not ours (anymore), being deleted, or already assumed/bound: skip, as
-        # upstream's skipPodSchedule does.
-        sched.queue.done(pod.uid)
-        return
-
-    start = time.perf_counter_ns()
-    result = sched.cache.snapshot.schedule(info.compiled, profile.kernels)
-    node = result.node
-    if node is not None:
-        sched.cache.assume(pod, info.compiled, node)
-        sched.stats.attempt_ns.append(time.perf_counter_ns() - start)
-        sched.stats.scheduled += 1
-        sched.binder.spawn(info, node, profile.scheduler_name)
-        return
-
-    if result.num_all_nodes == 0:
-        message = ERR_NO_NODES_AVAILABLE
-        plugins: set[str] = set()
-    else:
-        message = fit_error_message(result.num_all_nodes, result.reason_counts())
-        plugins = {plugin for _, _, plugin, _ in result.statuses}
-    sched.stats.attempt_ns.append(time.perf_counter_ns() - start)
-    sched.stats.unschedulable += 1
-    sched.queue.add_unschedulable(info, plugins)
-    record_failure(sched, info, message, profile.scheduler_name)
-
-
-def record_failure(sched: Scheduler, info: QueuedPodInfo, message: str, profile_name: str) -> None:
-    """FailedScheduling event and the PodScheduled=False condition, in the background."""
-    pod = info.pod
-    log.debug("unable to schedule pod %s: %s", pod.key, message)
-    sched.recorder.failed_scheduling(pod, message, profile_name)
-    patch = {
-        "status": {
-            "conditions": [
-                {
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "reason": "Unschedulable",
-                    "message": message,
-                }
-            ]
-        }
-    }
-
-    async def _patch() -> None:
-        try:
-            await sched.api.patch_pod_status(namespace=pod.namespace, name=pod.name, patch=patch)
-        except (APIError, OSError) as exc:
-            log.warning("could not update the PodScheduled condition of %s: %s", pod.key, exc)
-
-    asyncio.get_running_loop().create_task(_patch())

@@ -6,9 +6,15 @@ synchronous and short (:mod:`ksched.schedule_one`): pop a pod, one call into Rus
 assume the result, spawn the binding task. Bindings run concurrently; the loop never
 waits for the API server.
 
+Every informer change is turned into the most specific cluster events (upstream
+``eventhandlers.go``): a node update becomes one event per changed property (labels,
+taints or ``spec.unschedulable``, allocatable, conditions...), computed from the cached
+old node and the new one; pod changes become ``AssignedPod``/``UnschedulablePod``
+events. The queue runs the queueing hints of the plugins that rejected each pending pod.
+
 Pods are claimed by ``spec.schedulerName``: a pod whose name matches a profile is
-scheduled with that profile; any other pending pod is left alone (another scheduler's),
-but counted per name so that a typo is visible.
+scheduled with that profile's framework; any other pending pod is left alone (another
+scheduler's), but counted per name so that a typo is visible.
 """
 
 from __future__ import annotations
@@ -18,33 +24,90 @@ import logging
 import socket
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from typing import Any
 
+from ksched._core import Snapshot
 from ksched.api.errors import InvalidObjectError
 from ksched.api.node import Node
 from ksched.api.pod import Pod
 from ksched.backend.cache import Cache
 from ksched.backend.queue import SchedulingQueue
+from ksched.backend.queue.cluster_event import (
+    EVENT_ASSIGNED_POD_ADD,
+    EVENT_ASSIGNED_POD_DELETE,
+    EVENT_NODE_ADD,
+    EVENT_NODE_DELETE,
+    node_scheduling_properties_change,
+    pod_scheduling_properties_change,
+)
 from ksched.client.informer import Informer
 from ksched.cluster import ClusterAPI
 from ksched.events import EventRecorder
+from ksched.framework.interface import NodeInfo
 from ksched.framework.profile import Profile
+from ksched.framework.runtime import Framework, WaitingPodHandle, WaitingPods
+from ksched.metrics import SchedulerMetrics
 from ksched.schedule_one import Binder, SchedulingStats, schedule_one
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
+__all__ = ["Scheduler", "SchedulerHandle"]
+
 
 def _scheduling_relevant_change(old: Obj, new: Obj) -> bool:
-    """Whether anything but status and bookkeeping metadata changed."""
+    """Whether anything but bookkeeping metadata and (most of) the status changed. A
+    status-only update of a pending pod (e.g. our own PodScheduled=False condition) must
+    not retry it; a changed nomination or resource-claim status matters."""
     if old.get("spec") != new.get("spec"):
         return True
     om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    if any(om.get(f) != nm.get(f) for f in ("labels", "annotations", "deletionTimestamp", "uid")):
+        return True
+    os_, ns = old.get("status") or {}, new.get("status") or {}
     return any(
-        om.get(f) != nm.get(f) for f in ("labels", "annotations", "deletionTimestamp", "uid")
+        os_.get(f) != ns.get(f)
+        for f in ("nominatedNodeName", "resourceClaimStatuses", "extendedResourceClaimStatus")
     )
+
+
+class SchedulerHandle:
+    """What plugins get (:class:`ksched.framework.interface.Handle`)."""
+
+    def __init__(self, sched: Scheduler) -> None:
+        self._sched = sched
+
+    @property
+    def api(self) -> ClusterAPI:
+        return self._sched.api
+
+    @property
+    def snapshot(self) -> Snapshot:
+        return self._sched.cache.snapshot
+
+    def node_info(self, name: str) -> NodeInfo:
+        return NodeInfo(name, self._sched.cache.nodes.get(name), self._sched.cache.snapshot)
+
+    def get_waiting_pod(self, uid: str) -> WaitingPodHandle | None:
+        return self._sched.waiting_pods.get(uid)
+
+    def iterate_waiting_pods(self) -> Iterable[WaitingPodHandle]:
+        return list(self._sched.waiting_pods)
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        wp = self._sched.waiting_pods.get(uid)
+        if wp is None:
+            return False
+        wp.reject("", "removed")
+        return True
+
+    def activate(self, uids: Iterable[str]) -> None:
+        self._sched.queue.activate(uids)
+
+    def nominated_pods_for_node(self, node: str) -> list[Pod]:
+        return self._sched.queue.nominator.pods_for_node(node)
 
 
 class Scheduler:
@@ -59,17 +122,43 @@ class Scheduler:
         pod_max_backoff: float = 10.0,
         seed: int | None = None,
         identity: str | None = None,
+        event_qps: float | None = None,
     ) -> None:
         if not profiles:
             raise ValueError("at least one profile is required")
         self.api = api
         self.profiles = dict(profiles)
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
+        self.metrics = SchedulerMetrics()
         self.cache = Cache(seed=seed)
+        self.waiting_pods = WaitingPods()
+        self.handle = SchedulerHandle(self)
+        self.frameworks: dict[str, Framework] = {
+            name: Framework(
+                profile,
+                handle=self.handle,
+                metrics=self.metrics,
+                waiting_pods=self.waiting_pods,
+            )
+            for name, profile in self.profiles.items()
+        }
+        first = next(iter(self.frameworks.values()))
         self.queue = SchedulingQueue(
-            initial_backoff=pod_initial_backoff, max_backoff=pod_max_backoff
+            initial_backoff=pod_initial_backoff,
+            max_backoff=pod_max_backoff,
+            hints={name: fw.enqueue_registrations() for name, fw in self.frameworks.items()},
+            pre_enqueue={name: fw.pre_enqueue_plugins for name, fw in self.frameworks.items()},
+            sort_key=first.sort_key,
+            metrics=self.metrics,
         )
-        self.recorder = EventRecorder(api, instance=self.identity)
+        self.metrics.add_cache_size_source(
+            lambda: {
+                "nodes": self.cache.num_nodes,
+                "pods": self.cache.num_pods,
+                "assumed_pods": self.cache.num_assumed(),
+            }
+        )
+        self.recorder = EventRecorder(api, instance=self.identity, qps=event_qps)
         self.stats = SchedulingStats()
         self.binder = Binder(self)
         #: Pending pods that no profile of ours handles: uid → schedulerName.
@@ -92,6 +181,7 @@ class Scheduler:
             on_delete=self._pod_deleted,
         )
         self._tasks: list[asyncio.Task[None]] = []
+        self._background: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
         self.synced = asyncio.Event()
 
@@ -102,6 +192,12 @@ class Scheduler:
     def handles(self, scheduler_name: str) -> bool:
         """Whether a profile of this scheduler claims pods with this schedulerName."""
         return scheduler_name in self.profiles
+
+    def background(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run an API call in the background; :meth:`shutdown` waits for it."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     # ---- informer handlers ---------------------------------------------------------
 
@@ -131,35 +227,48 @@ class Scheduler:
             return
         self.invalid_objects.pop(f"Node {node.name}", None)
         self.cache.upsert_node(node)
-        self.queue.move_all_to_active_or_backoff()
+        self.queue.move_all_to_active_or_backoff(EVENT_NODE_ADD, None, node)
 
-    def _node_updated(self, old: Obj, new: Obj) -> None:
-        self._node_added(new)
+    def _node_updated(self, old_obj: Obj, new_obj: Obj) -> None:
+        new = self._parse_node(new_obj)
+        if new is None:
+            return
+        self.invalid_objects.pop(f"Node {new.name}", None)
+        old = self.cache.nodes.get(new.name)
+        self.cache.upsert_node(new)
+        if old is None:
+            # The old object was invalid (never cached): this is an add for us.
+            self.queue.move_all_to_active_or_backoff(EVENT_NODE_ADD, None, new)
+            return
+        for event in node_scheduling_properties_change(old, new):
+            self.queue.move_all_to_active_or_backoff(event, old, new)
 
     def _node_deleted(self, obj: Obj) -> None:
         name = (obj.get("metadata") or {}).get("name")
-        if isinstance(name, str):
-            self.cache.remove_node(name)
+        if not isinstance(name, str):
+            return
+        old = self.cache.nodes.get(name)
+        if old is not None:
+            self.queue.move_all_to_active_or_backoff(EVENT_NODE_DELETE, old, None)
+        self.cache.remove_node(name)
 
     def _pod_added(self, obj: Obj) -> None:
         pod = self._parse_pod(obj)
-        if pod is None:
-            return
+        if pod is not None:
+            self._on_pod(pod)
+
+    def _on_pod(self, pod: Pod) -> None:
         self.invalid_objects.pop(f"Pod {pod.key}", None)
         self._unclaimed.pop(pod.uid, None)
         if pod.is_assigned:
-            if pod.is_terminal:
-                # A finished pod no longer holds resources on its node.
-                if self.cache.remove_pod(pod.uid):
-                    self.queue.move_all_to_active_or_backoff()
-                return
-            self.queue.delete(pod.uid)
-            self.cache.add_pod(pod)
+            self._assigned_pod(None, pod)
             return
         if pod.is_terminal:
             self.queue.delete(pod.uid)
             return
         if self.handles(pod.scheduler_name):
+            if self.cache.is_assumed(pod.uid):
+                return  # our own binding is in flight
             self.queue.add(pod)
         else:
             self._unclaimed[pod.uid] = pod.scheduler_name
@@ -172,25 +281,96 @@ class Scheduler:
                     pod.scheduler_name,
                 )
 
-    def _pod_updated(self, old: Obj, new: Obj) -> None:
-        if not (new.get("spec") or {}).get("nodeName") and not _scheduling_relevant_change(
-            old, new
-        ):
-            # A status-only update of a pending pod (e.g. our own PodScheduled=False
-            # condition) must not retry it, as upstream's isPodUpdated ignores it.
+    def _assigned_pod(self, old_obj: Obj | None, pod: Pod) -> None:
+        """A bound pod was added or changed (including our own binding confirmed)."""
+        queue = self.queue
+        if pod.is_terminal:
+            # A finished pod no longer holds resources on its node.
+            if self.cache.remove_pod(pod.uid) and queue.wants_events():
+                queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE, pod, None)
             return
-        self._pod_added(new)
+        queue.delete(pod.uid)
+        self.cache.add_pod(pod)
+        if not queue.wants_events():
+            return  # nothing pending or in flight could be woken: skip the event work
+        old_assigned = old_obj is not None and bool((old_obj.get("spec") or {}).get("nodeName"))
+        if not old_assigned:
+            queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_ADD, None, pod)
+            return
+        assert old_obj is not None
+        old = self._parse_pod(old_obj)
+        if old is None:
+            return
+        for event in pod_scheduling_properties_change(old, pod):
+            queue.move_all_to_active_or_backoff(event, old, pod)
+
+    def _pod_updated(self, old: Obj, new: Obj) -> None:
+        if (new.get("spec") or {}).get("nodeName"):
+            pod = self._parse_pod(new)
+            if pod is None:
+                return
+            self.invalid_objects.pop(f"Pod {pod.key}", None)
+            self._unclaimed.pop(pod.uid, None)
+            self._assigned_pod(old, pod)
+            return
+        if (old.get("metadata") or {}).get("resourceVersion") == (new.get("metadata") or {}).get(
+            "resourceVersion"
+        ) or not _scheduling_relevant_change(old, new):
+            return
+        pod = self._parse_pod(new)
+        if pod is None:
+            return
+        if self.cache.is_assumed(pod.uid):
+            if pod.deletion_timestamp is not None:
+                self._assumed_pod_deleted(pod)
+            return
+        old_nnn = (old.get("status") or {}).get("nominatedNodeName")
+        self._on_pod(pod)
+        if old_nnn and old_nnn != pod.nominated_node_name:
+            # The pod no longer holds its nominated node: lower or equal priority pods
+            # may fit there now.
+            old_pod = self._parse_pod(old)
+            if old_pod is not None:
+                self.queue.move_all_to_active_or_backoff(
+                    EVENT_ASSIGNED_POD_DELETE,
+                    old_pod,
+                    None,
+                    lambda p: p.priority <= old_pod.priority,
+                )
+
+    def _assumed_pod_deleted(self, pod: Pod) -> None:
+        """Upstream ``handleAssumedPodDeletion``: free the pod's assumed resources."""
+        wp = self.waiting_pods.get(pod.uid)
+        if wp is not None:
+            wp.reject("", "removed")  # its binding cycle cleans up
+        else:
+            self.cache.forget(pod.uid)
+        self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE, pod, None)
 
     def _pod_deleted(self, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         uid = str(meta.get("uid") or "")
         self._unclaimed.pop(uid, None)
+        queue = self.queue
         if spec.get("nodeName"):
-            if self.cache.remove_pod(uid):
-                self.queue.move_all_to_active_or_backoff()
-        else:
-            self.queue.delete(uid)
+            if self.cache.remove_pod(uid) and queue.wants_events():
+                pod = self._parse_pod(obj)
+                if pod is not None:
+                    queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE, pod, None)
+            return
+        queue.delete(uid)
+        if self.cache.is_assumed(uid):
+            pod = self._parse_pod(obj)
+            if pod is not None:
+                self._assumed_pod_deleted(pod)
+        elif (obj.get("status") or {}).get("nominatedNodeName") and queue.wants_events():
+            pod = self._parse_pod(obj)
+            if pod is not None:
+                prio = pod.priority
+                queue.move_all_to_active_or_backoff(
+                    EVENT_ASSIGNED_POD_DELETE, pod, None, lambda p: p.priority <= prio
+                )
 
     # ---- running -------------------------------------------------------------------
 
@@ -227,8 +407,13 @@ class Scheduler:
     async def shutdown(self) -> None:
         """Stop, wait for in-flight bindings and events, and stop the informers."""
         self.stop()
+        for wp in list(self.waiting_pods):
+            wp.reject("", "scheduler shutting down")
         await self.binder.drain()
+        if self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
         await self.recorder.drain()
+        await self.recorder.close()
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

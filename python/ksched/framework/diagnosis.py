@@ -33,3 +33,41 @@ def fit_error_message(
     if post_filter_msg:
         msg += f" {post_filter_msg}."
     return msg
+
+
+class FitError(Exception):
+    """No node fits the pod (upstream ``FitError``): the diagnosis behind the message.
+
+    ``unschedulable_plugins`` and ``pending_plugins`` are the plugins whose rejections the
+    queue's hints must undo; the message is upstream's ``FitError.Error()``.
+    """
+
+    def __init__(
+        self,
+        num_all_nodes: int,
+        reason_counts: Mapping[str, int],
+        *,
+        unschedulable_plugins: frozenset[str] = frozenset(),
+        pending_plugins: frozenset[str] = frozenset(),
+        pre_filter_msg: str = "",
+        post_filter_msg: str = "",
+    ) -> None:
+        super().__init__()
+        self.num_all_nodes = num_all_nodes
+        self.reason_counts = dict(reason_counts)
+        self.unschedulable_plugins = unschedulable_plugins
+        self.pending_plugins = pending_plugins
+        self.pre_filter_msg = pre_filter_msg
+        self.post_filter_msg = post_filter_msg
+
+    @property
+    def message(self) -> str:
+        return fit_error_message(
+            self.num_all_nodes,
+            self.reason_counts,
+            pre_filter_msg=self.pre_filter_msg,
+            post_filter_msg=self.post_filter_msg,
+        )
+
+    def __str__(self) -> str:
+        return self.message

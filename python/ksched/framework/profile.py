@@ -55,6 +55,10 @@ class Profile:
     scores: tuple[tuple[str, int], ...]
     plugin_args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     percentage_of_nodes_to_score: int = 0
+    #: Python plugin instances (any extension point, see ksched.framework.interface), in
+    #: configured order; None means v1.36's Python-side defaults (PrioritySort,
+    #: SchedulingGates, DefaultBinder). Instances are bound to one scheduler.
+    plugins: tuple[Any, ...] | None = None
     kernels: _core.Profile = field(init=False)
 
     def __post_init__(self) -> None:

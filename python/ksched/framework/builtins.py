@@ -1,0 +1,87 @@
+"""The Python-side default plugins: PrioritySort, SchedulingGates and DefaultBinder.
+
+Built-in Filter/Score plugins run in Rust; these three extension points have nothing
+to compute over nodes and live here, with upstream's names and messages.
+:func:`default_plugins` returns fresh instances for one framework (DefaultBinder is
+bound to its scheduler's API by ``setup``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ksched.api.pod import Pod
+from ksched.backend.queue.cluster_event import ClusterEventWithHint
+from ksched.backend.queue.queue import QueuedPodInfo, priority_sort_key
+from ksched.cluster import APIError
+from ksched.framework.builtin_events import scheduling_gates_events
+from ksched.framework.cycle_state import CycleState
+from ksched.framework.status import Code, Status
+
+if TYPE_CHECKING:
+    from ksched.cluster import ClusterAPI
+    from ksched.framework.interface import Handle
+
+__all__ = ["DefaultBinder", "PrioritySort", "SchedulingGates", "default_plugins"]
+
+
+class PrioritySort:
+    """QueueSort: higher ``spec.priority`` first, then the earlier enqueue time."""
+
+    name = "PrioritySort"
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        pa, pb = a.pod.priority, b.pod.priority
+        return pa > pb or (pa == pb and a.timestamp < b.timestamp)
+
+    @staticmethod
+    def sort_key(info: QueuedPodInfo) -> Any:
+        return priority_sort_key(info)
+
+
+class SchedulingGates:
+    """PreEnqueue: a pod with ``spec.schedulingGates`` stays out of activeQ."""
+
+    name = "SchedulingGates"
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        gates = pod.scheduling_gates
+        if not gates:
+            return None
+        # Go formats a []string with %v as "[a b]".
+        return Status(
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            f"waiting for scheduling gates: [{' '.join(gates)}]",
+        )
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return scheduling_gates_events()
+
+
+class DefaultBinder:
+    """Bind: POST the pod's Binding to the API server."""
+
+    name = "DefaultBinder"
+
+    def __init__(self) -> None:
+        self._api: ClusterAPI | None = None
+
+    def setup(self, handle: Handle) -> None:
+        self._api = handle.api
+
+    async def bind(self, state: CycleState, pod: Pod, node: str) -> Status | None:
+        if self._api is None:
+            return Status(Code.ERROR, "DefaultBinder has no API client", plugin=self.name)
+        try:
+            await self._api.bind(
+                namespace=pod.namespace, name=pod.name, uid=pod.uid, node_name=node
+            )
+        except (TimeoutError, APIError, OSError) as exc:
+            return Status.from_error(exc, self.name)
+        return None
+
+
+def default_plugins() -> list[Any]:
+    """Fresh instances of the Python-side plugins of v1.36's default profile."""
+    return [PrioritySort(), SchedulingGates(), DefaultBinder()]

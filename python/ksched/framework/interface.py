@@ -1,0 +1,298 @@
+"""The plugin API: one Protocol per extension point, as upstream's ``interface.go``.
+
+A plugin is any object with a ``name`` attribute that implements one or more of the
+Protocols below; the runtime (:mod:`ksched.framework.runtime`) finds the extension
+points a plugin implements by its methods. A plugin that needs the cluster (the API,
+the snapshot, waiting pods) defines ``setup(handle)`` and receives a :class:`Handle`
+when its profile's framework is built. Built-in Filter/Score plugins run inside the Rust
+core and are not objects here; out-of-tree plugins are Python and run around it.
+
+Statuses: a method returning ``Status | None`` returns ``None`` for success (see
+:mod:`ksched.framework.status` for the meaning of each code). An exception raised by a
+plugin is turned into an ``Error`` status naming the plugin.
+
+Extension points, in the order a pod meets them:
+
+**PreEnqueue** ``pre_enqueue(pod)`` - before the pod enters activeQ/backoffQ. Any status
+but success keeps the pod out, in unschedulablePods, marked *gated*, until an event the
+plugin registered (and its hint) lets it through. Keep it cheap: it runs on every add.
+
+**QueueSort** ``less(a, b)`` - orders activeQ; exactly one per scheduler, shared by all
+profiles. A plugin may also provide ``sort_key(info)`` returning a value whose natural
+order matches ``less``, which the queue uses for speed.
+
+**EnqueueExtensions** ``events_to_register()`` - the cluster events (with optional
+queueing hints) that may make a pod this plugin rejected schedulable. Only
+PreEnqueue/PreFilter/Filter/Reserve/Permit plugins register; a plugin of those kinds
+without ``events_to_register`` is woken by every event.
+
+**PreFilter** ``pre_filter(state, pod)`` - once per attempt, before filtering: compute
+per-pod state into ``state``, optionally narrow the candidate nodes (a
+:class:`PreFilterResult`). ``Skip`` skips this plugin's Filter for the attempt;
+Unschedulable/UnschedulableAndUnresolvable rejects the pod on every node.
+
+**Filter** ``filter(state, pod, node)`` - whether the pod fits ``node``. Python Filter
+plugins run only on the nodes that passed every built-in (Rust) filter.
+
+**PostFilter** ``post_filter(state, pod, statuses)`` - only when no node fits (e.g.
+preemption). May nominate a node for the pod (``PostFilterResult``).
+
+**PreScore** ``pre_score(state, pod, nodes)`` - once, before scoring the feasible nodes.
+``Skip`` skips this plugin's Score.
+
+**Score** ``score(state, pod, node) -> int`` and optionally
+``normalize_score(state, pod, scores)`` - Python scores are normalized to 0-100,
+weighted by the plugin's weight in the profile, and added to the built-in total.
+
+**Reserve** ``reserve(state, pod, node)`` / ``unreserve(state, pod, node)`` - update
+plugin state for the chosen node before binding. If any later step fails, every reserve
+plugin's ``unreserve`` runs, in reverse order. ``unreserve`` must be idempotent.
+
+**Permit** ``permit(state, pod, node) -> (status, timeout_seconds)`` - approve, reject,
+or delay binding: ``Wait`` parks the pod in the waiting-pods map until every waiting
+plugin allows it (:meth:`WaitingPod.allow`, from anywhere), one rejects it, or its
+timeout (at most 15 minutes) rejects it.
+
+**PreBind** ``async pre_bind(state, pod, node)`` - work before binding (e.g. provision a
+volume). A failure unreserves, forgets the pod and requeues it.
+
+**Bind** ``async bind(state, pod, node)`` - bind the pod. Bind plugins run in order until
+one does not return ``Skip``; the default, DefaultBinder, POSTs the Binding.
+
+**PostBind** ``post_bind(state, pod, node)`` - informational, after a successful bind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ksched.api.node import Node
+from ksched.api.pod import Pod
+from ksched.backend.queue.cluster_event import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    QueueingHintFn,
+)
+from ksched.framework.cycle_state import CycleState
+from ksched.framework.status import Code, Status
+
+if TYPE_CHECKING:
+    from ksched._core import Snapshot
+    from ksched.backend.queue import QueuedPodInfo
+    from ksched.cluster import ClusterAPI
+
+__all__ = [
+    "ActionType",
+    "BindPlugin",
+    "ClusterEvent",
+    "ClusterEventWithHint",
+    "Code",
+    "CycleState",
+    "EnqueueExtensions",
+    "FilterPlugin",
+    "Handle",
+    "NodeInfo",
+    "NodeScore",
+    "PermitPlugin",
+    "Plugin",
+    "PostBindPlugin",
+    "PostFilterPlugin",
+    "PostFilterResult",
+    "PreBindPlugin",
+    "PreEnqueuePlugin",
+    "PreFilterPlugin",
+    "PreFilterResult",
+    "PreScorePlugin",
+    "QueueSortPlugin",
+    "QueueingHint",
+    "QueueingHintFn",
+    "ReservePlugin",
+    "ScorePlugin",
+    "Status",
+    "WaitingPod",
+]
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+@dataclass(slots=True)
+class NodeInfo:
+    """A node as a Python Filter/Score plugin sees it: the parsed object and what the
+    snapshot accounts on it (assumed pods included)."""
+
+    name: str
+    node: Node | None
+    snapshot: Snapshot
+
+    def requested(self, resource: str) -> int:
+        """Sum of the requests of the pods on the node, in scheduler units."""
+        return self.snapshot.requested(self.name, resource) or 0
+
+    def allocatable(self, resource: str) -> int:
+        return self.snapshot.allocatable(self.name, resource) or 0
+
+
+@dataclass(slots=True)
+class NodeScore:
+    name: str
+    score: int
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """Restricts the attempt to these nodes (None: all nodes)."""
+
+    node_names: frozenset[str] | None = None
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    """The node nominated for the pod (preemption), or "" to clear a nomination."""
+
+    nominated_node_name: str = ""
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Plugin, Protocol):
+    def pre_enqueue(self, pod: Pod) -> Status | None: ...
+
+
+@runtime_checkable
+class QueueSortPlugin(Plugin, Protocol):
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool: ...
+
+
+@runtime_checkable
+class EnqueueExtensions(Plugin, Protocol):
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(
+        self, state: CycleState, pod: Pod
+    ) -> tuple[PreFilterResult | None, Status | None]: ...
+
+
+@runtime_checkable
+class FilterPlugin(Plugin, Protocol):
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(
+        self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status | None]: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> Status | None: ...
+
+
+@runtime_checkable
+class ScorePlugin(Plugin, Protocol):
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int: ...
+
+
+@runtime_checkable
+class ScoreExtensions(Plugin, Protocol):
+    def normalize_score(
+        self, state: CycleState, pod: Pod, scores: list[NodeScore]
+    ) -> Status | None: ...
+
+
+@runtime_checkable
+class ReservePlugin(Plugin, Protocol):
+    def reserve(self, state: CycleState, pod: Pod, node: str) -> Status | None: ...
+
+    def unreserve(self, state: CycleState, pod: Pod, node: str) -> None: ...
+
+
+@runtime_checkable
+class PermitPlugin(Plugin, Protocol):
+    def permit(self, state: CycleState, pod: Pod, node: str) -> tuple[Status | None, float]: ...
+
+
+@runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    def pre_bind(self, state: CycleState, pod: Pod, node: str) -> Awaitable[Status | None]: ...
+
+
+@runtime_checkable
+class BindPlugin(Plugin, Protocol):
+    def bind(self, state: CycleState, pod: Pod, node: str) -> Awaitable[Status | None]: ...
+
+
+@runtime_checkable
+class PostBindPlugin(Plugin, Protocol):
+    def post_bind(self, state: CycleState, pod: Pod, node: str) -> None: ...
+
+
+class WaitingPod(Protocol):
+    """A pod parked at Permit. ``allow``/``reject`` may be called from anywhere."""
+
+    @property
+    def pod(self) -> Pod: ...
+
+    def pending_plugins(self) -> list[str]: ...
+
+    def allow(self, plugin: str) -> None: ...
+
+    def reject(self, plugin: str, message: str) -> None: ...
+
+
+class Handle(Protocol):
+    """What the scheduler gives plugins (upstream ``framework.Handle``)."""
+
+    @property
+    def api(self) -> ClusterAPI: ...
+
+    @property
+    def snapshot(self) -> Snapshot: ...
+
+    def node_info(self, name: str) -> NodeInfo: ...
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
+
+    def iterate_waiting_pods(self) -> Iterable[WaitingPod]: ...
+
+    def reject_waiting_pod(self, uid: str) -> bool: ...
+
+    def activate(self, uids: Iterable[str]) -> None:
+        """Move these pending pods to activeQ (upstream ``PodActivator``)."""
+        ...
+
+    def nominated_pods_for_node(self, node: str) -> list[Pod]: ...
+
+
+@dataclass(slots=True)
+class PluginSet:
+    """Python plugins of a profile by extension point, in configured order."""
+
+    pre_enqueue: list[Any] = field(default_factory=list)
+    queue_sort: list[Any] = field(default_factory=list)
+    pre_filter: list[Any] = field(default_factory=list)
+    filter: list[Any] = field(default_factory=list)
+    post_filter: list[Any] = field(default_factory=list)
+    pre_score: list[Any] = field(default_factory=list)
+    score: list[Any] = field(default_factory=list)
+    reserve: list[Any] = field(default_factory=list)
+    permit: list[Any] = field(default_factory=list)
+    pre_bind: list[Any] = field(default_factory=list)
+    bind: list[Any] = field(default_factory=list)
+    post_bind: list[Any] = field(default_factory=list)

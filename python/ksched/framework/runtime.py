@@ -1,0 +1,638 @@
+"""The framework runtime: one per profile, it runs the Python plugins of every extension
+point with upstream's rules and records their metrics.
+
+The built-in PreFilter/Filter/PreScore/Score/NormalizeScore plugins run inside one Rust
+call per pod (:mod:`ksched.schedule_one`); this runtime runs everything else: the
+Python plugins around that call (PreFilter before it, Filter/Score on the nodes that
+survived it), PostFilter when no node fits, then Reserve, Permit, and in the binding
+cycle WaitOnPermit, PreBind, Bind and PostBind.
+
+Rules carried over from upstream ``framework.go``:
+
+* Reserve stops at the first failure; the caller then runs Unreserve of *every* reserve
+  plugin in reverse order (Unreserve must be idempotent).
+* Permit: a rejection stops at once; ``Wait`` from one or more plugins parks the pod in
+  the waiting-pods map with one timer per waiting plugin (capped at 15 minutes). The pod
+  proceeds when every waiting plugin allowed it; a rejection or a timeout
+  ("rejected due to timeout after waiting 10s at plugin X") fails it as Unschedulable.
+* Bind: bind plugins run in order until one does not return ``Skip``.
+* A plugin that raises gets an ``Error`` status naming it; a non-rejection failure is
+  wrapped as upstream words it (``running Reserve plugin "X": ...``).
+* ``scheduler_framework_extension_point_duration_seconds`` is recorded for every
+  extension point run; per-plugin durations only in sampled cycles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from ksched.api.pod import Pod
+from ksched.backend.queue.cluster_event import ClusterEventWithHint
+from ksched.backend.queue.queue import SortKey, priority_sort_key
+from ksched.framework.builtin_events import ALL_EVENTS, events_for
+from ksched.framework.builtins import default_plugins
+from ksched.framework.cycle_state import CycleState
+from ksched.framework.interface import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    Handle,
+    NodeInfo,
+    NodeScore,
+    PluginSet,
+    PostFilterResult,
+)
+from ksched.framework.profile import Profile
+from ksched.framework.status import Code, Status
+from ksched.metrics import HistogramSeries, SchedulerMetrics
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "MAX_PERMIT_TIMEOUT",
+    "Framework",
+    "WaitingPodHandle",
+    "WaitingPods",
+    "go_duration",
+]
+
+#: Upstream ``maxTimeout`` of a Permit wait.
+MAX_PERMIT_TIMEOUT = 15 * 60.0
+
+#: ``call_later(delay, fn, *args)`` returning something with ``cancel()``.
+CallLater = Callable[..., Any]
+
+_EXTENSION_POINTS = (
+    ("pre_enqueue", "pre_enqueue"),
+    ("queue_sort", "less"),
+    ("pre_filter", "pre_filter"),
+    ("filter", "filter"),
+    ("post_filter", "post_filter"),
+    ("pre_score", "pre_score"),
+    ("score", "score"),
+    ("reserve", "reserve"),
+    ("permit", "permit"),
+    ("pre_bind", "pre_bind"),
+    ("bind", "bind"),
+    ("post_bind", "post_bind"),
+)
+#: Kinds of plugins whose rejections the queue must be able to undo.
+_REJECTING_POINTS = ("pre_enqueue", "pre_filter", "filter", "reserve", "permit")
+
+
+def go_duration(seconds: float) -> str:
+    """Go's ``time.Duration.String()`` for a duration in seconds (``1m30s``, ``500ms``)."""
+    ns = round(seconds * 1e9)
+    if ns == 0:
+        return "0s"
+    sign = "-" if ns < 0 else ""
+    ns = abs(ns)
+    if ns < 1_000:
+        return f"{sign}{ns}ns"
+    if ns < 1_000_000:
+        return f"{sign}{_trim(ns / 1e3)}µs"
+    if ns < 1_000_000_000:
+        return f"{sign}{_trim(ns / 1e6)}ms"
+    hours, rest = divmod(ns, 3_600 * 10**9)
+    minutes, rest = divmod(rest, 60 * 10**9)
+    out = sign
+    if hours:
+        out += f"{hours}h"
+    if hours or minutes:
+        out += f"{minutes}m"
+    return out + f"{_trim(rest / 1e9)}s"
+
+
+def _trim(value: float) -> str:
+    text = f"{value:.9f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+class WaitingPodHandle:
+    """A pod parked at Permit (upstream ``waitingPod``)."""
+
+    __slots__ = ("_future", "_pending", "pod")
+
+    def __init__(
+        self,
+        pod: Pod,
+        timeouts: Mapping[str, float],
+        call_later: CallLater,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.pod = pod
+        self._future: asyncio.Future[Status | None] = loop.create_future()
+        self._pending: dict[str, Any] = {}
+        for plugin, timeout in timeouts.items():
+            self._pending[plugin] = call_later(timeout, self._time_out, plugin, timeout)
+
+    def _time_out(self, plugin: str, timeout: float) -> None:
+        self.reject(
+            plugin,
+            f"rejected due to timeout after waiting {go_duration(timeout)} at plugin {plugin}",
+        )
+
+    def pending_plugins(self) -> list[str]:
+        return list(self._pending)
+
+    def allow(self, plugin: str) -> None:
+        """``plugin`` allows the pod; the last pending plugin to allow releases it."""
+        timer = self._pending.pop(plugin, None)
+        if timer is not None:
+            timer.cancel()
+        if not self._pending and not self._future.done():
+            self._future.set_result(None)
+
+    def reject(self, plugin: str, message: str) -> None:
+        """Fail the pod as Unschedulable with ``message``."""
+        for timer in self._pending.values():
+            timer.cancel()
+        if not self._future.done():
+            self._future.set_result(Status(Code.UNSCHEDULABLE, message, plugin=plugin))
+
+    @property
+    def done(self) -> bool:
+        return self._future.done()
+
+    async def wait(self) -> Status | None:
+        return await self._future
+
+
+class WaitingPods:
+    """uid → waiting pod, shared by the profiles of a scheduler."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, WaitingPodHandle] = {}
+
+    def add(self, wp: WaitingPodHandle) -> None:
+        self._pods[wp.pod.uid] = wp
+
+    def remove(self, uid: str) -> None:
+        self._pods.pop(uid, None)
+
+    def get(self, uid: str) -> WaitingPodHandle | None:
+        return self._pods.get(uid)
+
+    def __iter__(self) -> Iterator[WaitingPodHandle]:
+        return iter(list(self._pods.values()))
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+
+def _wrap(point: str, plugin: str, status: Status) -> Status:
+    """Upstream's ``running <Point> plugin "<name>": <err>`` for non-rejections."""
+    return Status(
+        Code.ERROR,
+        f'running {point} plugin "{plugin}": {status.message}',
+        plugin=plugin,
+        error=status.error,
+    )
+
+
+class Framework:
+    """The plugins of one profile and the rules to run them."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        *,
+        plugins: Iterable[Any] | None = None,
+        handle: Handle | None = None,
+        metrics: SchedulerMetrics | None = None,
+        waiting_pods: WaitingPods | None = None,
+        score_weights: Mapping[str, int] | None = None,
+        call_later: CallLater | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.profile = profile
+        self.name = profile.scheduler_name
+        self.metrics = metrics or SchedulerMetrics()
+        self.waiting_pods = waiting_pods or WaitingPods()
+        self._call_later = call_later
+        self._clock = clock
+        if plugins is None:
+            configured = getattr(profile, "plugins", None)
+            plugins = default_plugins() if configured is None else list(configured)
+        self.plugins: list[Any] = list(plugins)
+        if handle is not None:
+            for p in self.plugins:
+                setup = getattr(p, "setup", None)
+                if callable(setup):
+                    setup(handle)
+        self.points = PluginSet()
+        for p in self.plugins:
+            for point, method in _EXTENSION_POINTS:
+                if callable(getattr(p, method, None)):
+                    getattr(self.points, point).append(p)
+        weights = dict(score_weights or {})
+        self.score_weights = {
+            p.name: int(weights.get(p.name, getattr(p, "weight", 1)) or 1)
+            for p in self.points.score
+        }
+        self._success_series: dict[str, HistogramSeries] = {}
+        #: Python PreFilter/Filter/PreScore/Score plugins run around the Rust call.
+        self.python_placement = self.has_python_placement
+        # Series kept at hand for the per-pod hot path.
+        self.ok_filter = self._success("Filter")
+        self.ok_reserve = self._success("Reserve")
+        self.ok_permit = self._success("Permit")
+        self.ok_bind = self._success("Bind")
+        self.scheduled_series = self.metrics.attempt_series("scheduled", self.name)
+        self._attempts_key = ("scheduled", self.name)
+
+    def _success(self, point: str) -> HistogramSeries:
+        series = self._success_series.get(point)
+        if series is None:
+            series = self._success_series[point] = (
+                self.metrics.framework_extension_point_duration.child((point, "Success", self.name))
+            )
+        return series
+
+    def record_scheduled(self, seconds: float) -> None:
+        """``scheduler_schedule_attempts_total{result="scheduled"}`` and its duration."""
+        values = self.metrics.schedule_attempts.values
+        key = self._attempts_key
+        values[key] = values.get(key, 0.0) + 1.0
+        self.scheduled_series.observe(seconds)
+
+    # ---- introspection -------------------------------------------------------------
+
+    @property
+    def pre_enqueue_plugins(self) -> list[Any]:
+        return self.points.pre_enqueue
+
+    @property
+    def sort_key(self) -> SortKey:
+        """The QueueSort order as a heap key."""
+        if not self.points.queue_sort:
+            return priority_sort_key
+        plugin = self.points.queue_sort[0]
+        key = getattr(plugin, "sort_key", None)
+        if callable(key):
+            return key  # type: ignore[no-any-return]
+        import functools
+
+        cmp = functools.cmp_to_key(
+            lambda a, b: -1 if plugin.less(a, b) else (1 if plugin.less(b, a) else 0)
+        )
+        return lambda info: cmp(info)
+
+    @property
+    def has_python_placement(self) -> bool:
+        """Python PreFilter/Filter/PreScore/Score plugins run around the Rust call."""
+        p = self.points
+        return bool(p.pre_filter or p.filter or p.pre_score or p.score)
+
+    @property
+    def has_post_filter(self) -> bool:
+        return bool(self.points.post_filter)
+
+    def enqueue_registrations(self) -> list[tuple[str, ClusterEventWithHint]]:
+        """``(plugin, registration)`` for the queue: built-in (Rust) filters from the
+        event table, Python plugins from their ``events_to_register``."""
+        out: list[tuple[str, ClusterEventWithHint]] = []
+        for name in self.profile.filters:
+            out.extend((name, reg) for reg in events_for(name))
+        seen: set[int] = set()
+        for point in _REJECTING_POINTS:
+            for p in getattr(self.points, point):
+                if id(p) in seen:
+                    continue
+                seen.add(id(p))
+                fn = getattr(p, "events_to_register", None)
+                regs = list(fn()) if callable(fn) else list(ALL_EVENTS)
+                out.extend((p.name, reg) for reg in regs)
+        return out
+
+    # ---- metrics -------------------------------------------------------------------
+
+    def observe(self, point: str, code: Code, seconds: float) -> None:
+        if code is Code.SUCCESS:
+            self._success(point).observe(seconds)
+        else:
+            self.metrics.extension_point(point, code.value, self.name, seconds)
+
+    def _observe_plugin(
+        self, state: CycleState, plugin: str, point: str, status: Status | None, start: float
+    ) -> None:
+        if state.record_plugin_metrics:
+            code = "Success" if status is None else status.code.value
+            self.metrics.plugin_execution_duration.observe(
+                (plugin, point, code), self._clock() - start
+            )
+
+    # ---- scheduling cycle: around the Rust call --------------------------------------
+
+    def run_pre_filter(
+        self, state: CycleState, pod: Pod
+    ) -> tuple[frozenset[str] | None, Status | None]:
+        """Python PreFilter plugins: the node names they restrict the attempt to (None:
+        all) and the status (None: success)."""
+        start = self._clock()
+        skip: set[str] = set()
+        nodes: frozenset[str] | None = None
+        with_nodes: list[str] = []
+        result: Status | None = None
+        for p in self.points.pre_filter:
+            t = self._clock()
+            try:
+                res, s = p.pre_filter(state, pod)
+            except Exception as exc:
+                res, s = None, Status.from_error(exc, p.name)
+            self._observe_plugin(state, p.name, "PreFilter", s, t)
+            if s is not None and s.code is Code.SKIP:
+                skip.add(p.name)
+                continue
+            if s is not None and not s.is_success():
+                s.plugin = p.name
+                if s.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    result = s
+                    break
+                if s.code is Code.UNSCHEDULABLE:
+                    result = s
+                    continue
+                result = _wrap("PreFilter", p.name, s)
+                break
+            if res is not None and res.node_names is not None:
+                with_nodes.append(p.name)
+                nodes = res.node_names if nodes is None else nodes & res.node_names
+                if not nodes:
+                    names = sorted(with_nodes)
+                    msg = (
+                        f"node(s) didn't satisfy plugin {names[0]}"
+                        if len(names) == 1
+                        else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
+                    )
+                    result = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg, plugin=p.name)
+                    break
+        state.skip_filter_plugins = frozenset(skip)
+        self.observe(
+            "PreFilter", Code.SUCCESS if result is None else result.code, self._clock() - start
+        )
+        return nodes, result
+
+    def run_filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
+        """Python Filter plugins on one node that passed the built-in filters."""
+        for p in self.points.filter:
+            if p.name in state.skip_filter_plugins:
+                continue
+            t = self._clock()
+            try:
+                s: Status | None = p.filter(state, pod, node)
+            except Exception as exc:
+                s = Status.from_error(exc, p.name)
+            self._observe_plugin(state, p.name, "Filter", s, t)
+            if s is not None and not s.is_success():
+                s.plugin = p.name
+                if not s.is_rejected():
+                    return _wrap("Filter", p.name, s)
+                return s
+        return None
+
+    def run_post_filter(
+        self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        start = self._clock()
+        reasons: list[str] = []
+        outcome: tuple[PostFilterResult | None, Status] | None = None
+        for p in self.points.post_filter:
+            t = self._clock()
+            try:
+                res, s = p.post_filter(state, pod, statuses)
+            except Exception as exc:
+                res, s = None, Status.from_error(exc, p.name)
+            self._observe_plugin(state, p.name, "PostFilter", s, t)
+            if s is None or s.is_success():
+                outcome = (res, s or Status())
+                break
+            if s.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                outcome = (res, s.with_plugin(p.name))
+                break
+            if not s.is_rejected():
+                outcome = (None, _wrap("PostFilter", p.name, s))
+                break
+            reasons.extend(s.reasons)
+        if outcome is None:
+            outcome = (None, Status(Code.UNSCHEDULABLE, *reasons))
+        self.observe("PostFilter", outcome[1].code, self._clock() - start)
+        return outcome
+
+    def run_pre_score(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> Status | None:
+        start = self._clock()
+        skip: set[str] = set()
+        result: Status | None = None
+        for p in self.points.pre_score:
+            t = self._clock()
+            try:
+                s = p.pre_score(state, pod, nodes)
+            except Exception as exc:
+                s = Status.from_error(exc, p.name)
+            self._observe_plugin(state, p.name, "PreScore", s, t)
+            if s is not None and s.code is Code.SKIP:
+                skip.add(p.name)
+                continue
+            if s is not None and not s.is_success():
+                result = _wrap("PreScore", p.name, s)
+                break
+        state.skip_score_plugins = frozenset(skip)
+        self.observe(
+            "PreScore", Code.SUCCESS if result is None else result.code, self._clock() - start
+        )
+        return result
+
+    def run_score(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[dict[str, int], Status | None]:
+        """Weighted Python scores per node (normalized to 0-100 per plugin)."""
+        start = self._clock()
+        totals = dict.fromkeys((n.name for n in nodes), 0)
+        status: Status | None = None
+        for p in self.points.score:
+            if p.name in state.skip_score_plugins:
+                continue
+            t = self._clock()
+            try:
+                scores = [NodeScore(n.name, int(p.score(state, pod, n))) for n in nodes]
+                normalize = getattr(p, "normalize_score", None)
+                s = normalize(state, pod, scores) if callable(normalize) else None
+            except Exception as exc:
+                scores, s = [], Status.from_error(exc, p.name)
+            self._observe_plugin(state, p.name, "Score", s, t)
+            if s is not None and not s.is_success():
+                status = _wrap("Score", p.name, s)
+                break
+            weight = self.score_weights.get(p.name, 1)
+            bad = next((x for x in scores if not MIN_NODE_SCORE <= x.score <= MAX_NODE_SCORE), None)
+            if bad is not None:
+                status = Status(
+                    Code.ERROR,
+                    f'plugin "{p.name}" returns an invalid score {bad.score}, it should in the '
+                    f"range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                    plugin=p.name,
+                )
+                break
+            for x in scores:
+                totals[x.name] += x.score * weight
+        self.observe(
+            "Score", Code.SUCCESS if status is None else status.code, self._clock() - start
+        )
+        return totals, status
+
+    # ---- Reserve and Permit ------------------------------------------------------------
+
+    def run_reserve(self, state: CycleState, pod: Pod, node: str) -> Status | None:
+        start = self._clock()
+        result: Status | None = None
+        for p in self.points.reserve:
+            t = self._clock()
+            try:
+                s = p.reserve(state, pod, node)
+            except Exception as exc:
+                s = Status.from_error(exc, p.name)
+            self._observe_plugin(state, p.name, "Reserve", s, t)
+            if s is not None and not s.is_success():
+                result = s.with_plugin(p.name) if s.is_rejected() else _wrap("Reserve", p.name, s)
+                break
+        self.observe(
+            "Reserve", Code.SUCCESS if result is None else result.code, self._clock() - start
+        )
+        return result
+
+    def run_unreserve(self, state: CycleState, pod: Pod, node: str) -> None:
+        """Unreserve of every reserve plugin, in reverse order; errors are logged."""
+        start = self._clock()
+        for p in reversed(self.points.reserve):
+            t = self._clock()
+            try:
+                p.unreserve(state, pod, node)
+            except Exception:
+                log.exception("Unreserve of plugin %s failed for pod %s", p.name, pod.key)
+            self._observe_plugin(state, p.name, "Unreserve", None, t)
+        self.observe("Unreserve", Code.SUCCESS, self._clock() - start)
+
+    def run_permit(self, state: CycleState, pod: Pod, node: str) -> Status | None:
+        """None: allowed; ``Wait``: parked (see :meth:`wait_on_permit`); otherwise the
+        rejection or error."""
+        start = self._clock()
+        timeouts: dict[str, float] = {}
+        result: Status | None = None
+        for p in self.points.permit:
+            t = self._clock()
+            try:
+                s, timeout = p.permit(state, pod, node)
+            except Exception as exc:
+                s, timeout = Status.from_error(exc, p.name), 0.0
+            self._observe_plugin(state, p.name, "Permit", s, t)
+            if s is None or s.is_success():
+                continue
+            if s.is_rejected():
+                result = s.with_plugin(p.name)
+                break
+            if s.code is Code.WAIT:
+                timeouts[p.name] = min(float(timeout), MAX_PERMIT_TIMEOUT)
+                continue
+            result = _wrap("Permit", p.name, s)
+            break
+        if result is None and timeouts:
+            loop = asyncio.get_running_loop()
+            wp = WaitingPodHandle(pod, timeouts, self._call_later or loop.call_later, loop)
+            self.waiting_pods.add(wp)
+            result = Status(
+                Code.WAIT,
+                f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"',
+            )
+        self.observe(
+            "Permit", Code.SUCCESS if result is None else result.code, self._clock() - start
+        )
+        return result
+
+    def will_wait_on_permit(self, pod: Pod) -> bool:
+        return self.waiting_pods.get(pod.uid) is not None
+
+    async def wait_on_permit(self, pod: Pod) -> Status | None:
+        """Block until a waiting pod is allowed (None) or rejected."""
+        wp = self.waiting_pods.get(pod.uid)
+        if wp is None:
+            return None
+        start = self._clock()
+        try:
+            s = await wp.wait()
+        finally:
+            self.waiting_pods.remove(pod.uid)
+        code = "Success" if s is None else s.code.value
+        self.metrics.permit_wait_duration.observe((code,), self._clock() - start)
+        if s is None or s.is_success():
+            return None
+        if s.is_rejected():
+            return s
+        return Status(Code.ERROR, f"waiting on permit for pod: {s.message}", plugin=s.plugin)
+
+    # ---- binding cycle ---------------------------------------------------------------
+
+    async def run_pre_bind(self, state: CycleState, pod: Pod, node: str) -> Status | None:
+        start = self._clock()
+        result: Status | None = None
+        for p in self.points.pre_bind:
+            t = self._clock()
+            try:
+                s = await p.pre_bind(state, pod, node)
+            except Exception as exc:
+                s = Status.from_error(exc, p.name)
+            self._observe_plugin(state, p.name, "PreBind", s, t)
+            if s is not None and not s.is_success():
+                result = s.with_plugin(p.name) if s.is_rejected() else _wrap("PreBind", p.name, s)
+                break
+        self.observe(
+            "PreBind", Code.SUCCESS if result is None else result.code, self._clock() - start
+        )
+        return result
+
+    async def run_bind(self, state: CycleState, pod: Pod, node: str) -> Status | None:
+        """The first bind plugin that does not return Skip decides."""
+        clock = self._clock
+        start = clock()
+        result: Status | None = Status(Code.SKIP)
+        for p in self.points.bind:
+            t = clock()
+            try:
+                s = await p.bind(state, pod, node)
+            except Exception as exc:
+                s = Status.from_error(exc, p.name)
+            if state.record_plugin_metrics:
+                self._observe_plugin(state, p.name, "Bind", s, t)
+            if s is not None and s.code is Code.SKIP:
+                continue
+            if s is not None and not s.is_success():
+                result = s.with_plugin(p.name) if s.is_rejected() else _wrap("Bind", p.name, s)
+            else:
+                result = None
+            break
+        if result is None:
+            self.ok_bind.observe(clock() - start)
+        else:
+            self.observe("Bind", result.code, clock() - start)
+        return result
+
+    def run_post_bind(self, state: CycleState, pod: Pod, node: str) -> None:
+        start = self._clock()
+        for p in self.points.post_bind:
+            t = self._clock()
+            try:
+                p.post_bind(state, pod, node)
+            except Exception:
+                log.exception("PostBind of plugin %s failed for pod %s", p.name, pod.key)
+            self._observe_plugin(state, p.name, "PostBind", None, t)
+        self.observe("PostBind", Code.SUCCESS, self._clock() - start)
+
+
+def sort_key_of(frameworks: Iterable[Framework]) -> SortKey:
+    """The queue's order: the (single, validated) QueueSort of the profiles."""
+    for fw in frameworks:
+        return fw.sort_key
+    return priority_sort_key
