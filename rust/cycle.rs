@@ -341,7 +341,7 @@ impl Snapshot {
                 Plugin::NodePorts => (!st.ports.is_empty()
                     && !node_ports::filter(self, &st.ports, self.bind_all_ip, slot))
                 .then_some((false, 0)),
-                Plugin::NodeResourcesFit => fit::filter(self, &st.fit, slot).map(|m| (false, m)),
+                Plugin::NodeResourcesFit => fit::filter(self, &st.fit, slot),
                 Plugin::PodTopologySpread => {
                     pts::filter(self, &st.spread, slot).map(|d| (d == 0, d))
                 }
@@ -433,7 +433,9 @@ impl Snapshot {
                 None => zeros(),
                 Some(bs) => {
                     let raw = map_nodes(feasible, |slot| {
-                        fit::score_with(self, bs, slot, balanced_allocation::score)
+                        fit::score_with(self, bs, slot, |r| {
+                            balanced_allocation::score(r, &bs.resources)
+                        })
                     });
                     (raw.clone(), raw)
                 }

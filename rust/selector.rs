@@ -267,11 +267,15 @@ fn parse_node_reqs(
             NodeOp::Exists | NodeOp::DoesNotExist => values.is_empty(),
             NodeOp::Gt | NodeOp::Lt => values.len() == 1 && values[0].parse::<i64>().is_ok(),
         };
+        let names_ok = is_qualified_name(&k)
+            && (fields
+                || !matches!(op, NodeOp::In | NodeOp::NotIn)
+                || values.iter().all(|v| is_label_value(v)));
         let field_ok = !fields
             || (k == "metadata.name"
                 && matches!(op, NodeOp::In | NodeOp::NotIn)
                 && values.len() == 1);
-        if !ok || !field_ok || k.is_empty() {
+        if !ok || !field_ok || (!fields && !names_ok) || k.is_empty() {
             *valid = false;
             continue;
         }
@@ -304,5 +308,46 @@ impl NodeSelectorTermSpec {
             }
         }
         Ok(out)
+    }
+}
+
+/// A valid label value: at most 63 characters, empty or alphanumeric at both ends with
+/// `-`, `_`, `.` inside.
+pub fn is_label_value(v: &str) -> bool {
+    if v.is_empty() {
+        return true;
+    }
+    let b = v.as_bytes();
+    v.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// A valid qualified name (label key): an optional DNS-subdomain prefix and `/`, then a
+/// name of at most 63 characters shaped like a label value (non-empty).
+pub fn is_qualified_name(k: &str) -> bool {
+    let (prefix, name) = match k.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, k),
+    };
+    if name.is_empty() || !is_label_value(name) {
+        return false;
+    }
+    match prefix {
+        None => true,
+        Some(p) => {
+            !p.is_empty()
+                && p.len() <= 253
+                && p.split('.').all(|part| {
+                    let b = part.as_bytes();
+                    !b.is_empty()
+                        && b[0].is_ascii_alphanumeric()
+                        && b[b.len() - 1].is_ascii_alphanumeric()
+                        && b.iter()
+                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                })
+        }
     }
 }

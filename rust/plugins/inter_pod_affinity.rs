@@ -199,6 +199,8 @@ impl AffinityTerm {
     ) -> bool {
         let ns_ok = self.namespaces.contains(&ns)
             || match (&self.namespace_selector, ns_labels) {
+                // An empty selector matches every namespace, known or not.
+                (Some(sel), _) if sel.is_empty() => true,
                 (Some(sel), Some(l)) => sel.matches(l),
                 _ => false,
             };

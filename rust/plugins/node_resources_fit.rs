@@ -204,26 +204,31 @@ pub fn prefilter(snap: &mut Snapshot, pod: &CompiledPod, args: &FitArgs) -> Filt
     }
 }
 
-/// Filter: `None` when the node fits, else a bitmask: bit 0 "Too many pods", bit `1 + j`
-/// the `j`-th entry of `state.checks`.
+/// Filter: `None` when the node fits, else `(unresolvable, bitmask)`: bit 0 "Too many
+/// pods", bit `1 + j` the `j`-th entry of `state.checks`. The rejection is
+/// UnschedulableAndUnresolvable when some request exceeds the node's whole allocatable
+/// (evicting pods cannot help); "Too many pods" alone never is.
 #[inline]
-pub fn filter(snap: &Snapshot, st: &FilterState, slot: u32) -> Option<u64> {
+pub fn filter(snap: &Snapshot, st: &FilterState, slot: u32) -> Option<(bool, u64)> {
     let i = slot as usize;
     let mut mask = 0u64;
+    let mut unresolvable = false;
     if snap.requested[PODS][i] + 1 > snap.allocatable[PODS][i] {
         mask |= 1;
     }
     if !st.requests_nothing {
         for (j, &(col, amount)) in st.checks.iter().enumerate() {
-            if amount > snap.allocatable[col][i] - snap.requested[col][i] {
+            let alloc = snap.allocatable[col][i];
+            if amount > alloc - snap.requested[col][i] {
                 mask |= 1u64 << (j + 1).min(63);
+                unresolvable |= amount > alloc;
             }
         }
     }
     if mask == 0 {
         None
     } else {
-        Some(mask)
+        Some((unresolvable, mask))
     }
 }
 

@@ -119,7 +119,144 @@ def _basic_new(i: int, rng: random.Random) -> Obj:
     return make_pod(f"pod-{i}", namespace="sched-test")
 
 
+def _zoned_node(i: int, rng: random.Random) -> Obj:
+    return make_node(f"node-{i}", labels={"topology.kubernetes.io/zone": f"zone-{i % 10}"})
+
+
+def _anti_affinity_spec() -> Obj:
+    return {
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"color": "green"}},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            }
+        }
+    }
+
+
+def _anti_existing(i: int, node: str, rng: random.Random) -> Obj:
+    return make_pod(
+        f"existing-{i}",
+        namespace="sched-setup",
+        node_name=node,
+        labels={"color": "green"},
+        extra_spec=_anti_affinity_spec(),
+    )
+
+
+def _anti_new(i: int, rng: random.Random) -> Obj:
+    return make_pod(
+        f"pod-{i}", namespace="sched-setup", labels={"color": "green"}, extra_spec=_anti_affinity_spec()
+    )
+
+
+def _affinity_spec() -> Obj:
+    return {
+        "affinity": {
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"foo": "bar"}},
+                        "topologyKey": "topology.kubernetes.io/zone",
+                        "namespaces": ["sched-setup", "sched-test"],
+                    }
+                ]
+            }
+        }
+    }
+
+
+def _affinity_existing(i: int, node: str, rng: random.Random) -> Obj:
+    return make_pod(f"existing-{i}", namespace="sched-setup", node_name=node, labels={"foo": "bar"})
+
+
+def _affinity_new(i: int, rng: random.Random) -> Obj:
+    return make_pod(
+        f"pod-{i}", namespace="sched-test", labels={"foo": "bar"}, extra_spec=_affinity_spec()
+    )
+
+
+def _spread_spec() -> Obj:
+    return {
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 5,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "spread"}},
+            },
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "spread"}},
+            },
+        ]
+    }
+
+
+def _spread_existing(i: int, node: str, rng: random.Random) -> Obj:
+    return make_pod(f"existing-{i}", namespace="sched-test", node_name=node, labels={"app": "spread"})
+
+
+def _spread_new(i: int, rng: random.Random) -> Obj:
+    return make_pod(
+        f"pod-{i}", namespace="sched-test", labels={"app": "spread"}, extra_spec=_spread_spec()
+    )
+
+
+def _node_affinity_node(i: int, rng: random.Random) -> Obj:
+    return make_node(f"node-{i}", labels={"group": "a" if i % 2 else "b"})
+
+
+def _node_affinity_new(i: int, rng: random.Random) -> Obj:
+    spec = {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "group", "operator": "In", "values": ["a"]}]}
+                    ]
+                }
+            }
+        }
+    }
+    return make_pod(f"pod-{i}", namespace="sched-test", extra_spec=spec)
+
+
 WORKLOADS: dict[str, Workload] = {
+    "pod-anti-affinity": Workload(
+        name="pod-anti-affinity",
+        description="SchedulingPodAntiAffinity: required anti-affinity on hostname",
+        node=_zoned_node,
+        existing_pod=_anti_existing,
+        new_pod=_anti_new,
+    ),
+    "pod-affinity": Workload(
+        name="pod-affinity",
+        description="SchedulingPodAffinity: required affinity to existing pods' zone",
+        node=_zoned_node,
+        existing_pod=_affinity_existing,
+        new_pod=_affinity_new,
+    ),
+    "topology-spreading": Workload(
+        name="topology-spreading",
+        description="TopologySpreading: zone (maxSkew 5) and hostname (maxSkew 1) constraints",
+        node=_zoned_node,
+        existing_pod=_spread_existing,
+        new_pod=_spread_new,
+    ),
+    "node-affinity": Workload(
+        name="node-affinity",
+        description="SchedulingNodeAffinity: required node affinity to half the nodes",
+        node=_node_affinity_node,
+        existing_pod=_basic_existing,
+        new_pod=_node_affinity_new,
+    ),
     "basic": Workload(
         name="basic",
         description="SchedulingBasic: default pods (100m cpu, 500Mi) on default nodes",
