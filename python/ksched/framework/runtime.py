@@ -211,7 +211,7 @@ class Framework:
         self.profile = profile
         self.name = profile.scheduler_name
         self.metrics = metrics or SchedulerMetrics()
-        self.waiting_pods = waiting_pods or WaitingPods()
+        self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
         self._call_later = call_later
         self._clock = clock
         if plugins is None:
