@@ -378,3 +378,31 @@ def test_event_note_is_truncated_as_upstream():
 
 def test_profile_plugins_default_to_the_python_side_defaults():
     assert Profile(PROFILE, (), ()).plugins is None
+
+
+async def test_node_updates_wake_a_pod_only_when_the_changed_field_can_help():
+    c = InMemoryCluster()
+    c.create("nodes", make_node("small", cpu="1"))
+    c.create("nodes", make_node("cordoned", cpu="8", unschedulable=True))
+    async with Running(c) as sched:
+        c.create("pods", make_pod("p", cpu="2"))
+        await wait_for(lambda: condition(c, "p") is not None)
+        uid = c.get("pods", "default/p")["metadata"]["uid"]  # type: ignore[index]
+        info = sched.queue.get(uid)
+        assert info is not None
+        assert info.unschedulable_plugins == {"NodeResourcesFit", "NodeUnschedulable"}
+        attempts = info.attempts
+
+        labelled = dict(c.get("nodes", "cordoned"))  # type: ignore[arg-type]
+        labelled["metadata"] = {**labelled["metadata"], "labels": {"team": "a"}}
+        rv = c.update("nodes", labelled)["metadata"]["resourceVersion"]
+        await wait_for(
+            lambda: sched.node_informer.store["cordoned"]["metadata"]["resourceVersion"] == rv
+        )
+        assert sched.queue.where(uid) == "unschedulable"  # a label change cannot help
+
+        uncordoned = dict(c.get("nodes", "cordoned"))  # type: ignore[arg-type]
+        uncordoned["spec"] = {}
+        c.update("nodes", uncordoned)
+        await wait_for(lambda: node_of(c, "p") == "cordoned")
+        assert info.attempts == attempts + 1
