@@ -92,12 +92,16 @@ def _node_statuses(result: Any) -> dict[str, Status]:
 
 
 def _place(
-    sched: Scheduler, fw: Framework, info: QueuedPodInfo, state: CycleState
+    sched: Scheduler, fw: Framework, info: QueuedPodInfo, state: CycleState, placed: Any = None
 ) -> tuple[str | None, Status | None, Any]:
-    """The chosen node, or the failure status; the third value is the Rust result."""
+    """The chosen node, or the failure status; the third value is the Rust result.
+    ``placed`` is this pod's result from a batched Rust call, when there was one."""
     if fw.python_placement:
         return _place_with_python_plugins(sched, fw, info, state)
-    result = sched.cache.snapshot.schedule(info.compiled, fw.profile.kernels)
+    if placed is None:
+        result = sched.cache.snapshot.schedule(info.compiled, fw.profile.kernels)
+    else:
+        result = placed
     node = result.node
     if node is not None:
         return node, None, result
@@ -193,8 +197,20 @@ class _Empty:
 # ---- the scheduling cycle ------------------------------------------------------------------
 
 
-def schedule_one(sched: Scheduler, info: QueuedPodInfo) -> None:
-    """Run one scheduling cycle for ``info`` (popped from the queue)."""
+def skip_pod(sched: Scheduler, info: QueuedPodInfo) -> bool:
+    """Whether the cycle would skip ``info`` at once (no profile, being deleted, already
+    assumed or bound)."""
+    pod = info.pod
+    return (
+        pod.scheduler_name not in sched.frameworks
+        or pod.deletion_timestamp is not None
+        or sched.cache.has_pod(pod.uid)
+    )
+
+
+def schedule_one(sched: Scheduler, info: QueuedPodInfo, placed: Any = None) -> None:
+    """Run one scheduling cycle for ``info`` (popped from the queue). ``placed`` is the
+    pod's result from :func:`schedule_batch`'s Rust call."""
     pod = info.pod
     queue = sched.queue
     fw = sched.frameworks.get(pod.scheduler_name)
@@ -220,7 +236,7 @@ def schedule_one(sched: Scheduler, info: QueuedPodInfo) -> None:
 
     start = _perf()
     state = CycleState(record_plugin_metrics=_random() < _SAMPLE)
-    node, status, _result = _place(sched, fw, info, state)
+    node, status, _result = _place(sched, fw, info, state, placed)
     if node is None:
         assert status is not None
         fw.ok_filter.observe(_perf() - start)
@@ -271,6 +287,35 @@ def schedule_one(sched: Scheduler, info: QueuedPodInfo) -> None:
     if not waiting:
         queue.done(pod.uid)
     sched.binder.spawn(info, node, fw, state, start, waiting)
+
+
+def batchable(sched: Scheduler, info: QueuedPodInfo) -> bool:
+    """Whether ``info``'s profile lets pods be placed by one batched Rust call with the
+    same outcome as one by one: no Python plugin that runs between placement and the
+    next pod (PreFilter/Filter/Score, Reserve, Permit)."""
+    fw = sched.frameworks.get(info.pod.scheduler_name)
+    return fw is not None and not (fw.python_placement or fw.points.reserve or fw.points.permit)
+
+
+def schedule_batch(sched: Scheduler, infos: list[QueuedPodInfo]) -> None:
+    """Place pods of one scheduling signature with one Rust call, then finish each
+    pod's cycle in order exactly as :func:`schedule_one` would.
+
+    Contract of ``Snapshot.schedule_batch(pods, profile) -> list[ScheduleResult]``: it
+    places the pods in order as successive ``schedule`` calls would (same sampling start
+    index and random tie-breaks), accounting each placed pod on its node before placing
+    the next, and returns with the snapshot as it found it (pod accounting restored;
+    the start index and random state advanced as by the N calls). Each placed pod is
+    then assumed through the cache here, so the end state equals the one-by-one path.
+    """
+    if len(infos) == 1:
+        schedule_one(sched, infos[0])
+        return
+    fw = sched.frameworks[infos[0].pod.scheduler_name]
+    snapshot: Any = sched.cache.snapshot
+    results = snapshot.schedule_batch([i.compiled for i in infos], fw.profile.kernels)
+    for info, result in zip(infos, results, strict=True):
+        schedule_one(sched, info, result)
 
 
 # ---- failures --------------------------------------------------------------------------

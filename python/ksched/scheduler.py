@@ -48,7 +48,14 @@ from ksched.framework.interface import NodeInfo
 from ksched.framework.profile import Profile
 from ksched.framework.runtime import Framework, WaitingPodHandle, WaitingPods
 from ksched.metrics import SchedulerMetrics
-from ksched.schedule_one import Binder, SchedulingStats, schedule_one
+from ksched.schedule_one import (
+    Binder,
+    SchedulingStats,
+    batchable,
+    schedule_batch,
+    schedule_one,
+    skip_pod,
+)
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +130,7 @@ class Scheduler:
         seed: int | None = None,
         identity: str | None = None,
         event_qps: float | None = None,
+        batch_size: int | None = None,
     ) -> None:
         if not profiles:
             raise ValueError("at least one profile is required")
@@ -160,6 +168,14 @@ class Scheduler:
         )
         self.recorder = EventRecorder(api, instance=self.identity, qps=event_qps)
         self.stats = SchedulingStats()
+        #: Opportunistic batching: pods with the same scheduling signature popped
+        #: together and placed by one Rust call. On when the Rust core offers
+        #: ``Snapshot.schedule_batch`` and ``CompiledPod.signature`` (0 or 1 disables).
+        self.batch_size = (
+            batch_size
+            if batch_size is not None
+            else (32 if hasattr(Snapshot, "schedule_batch") else 1)
+        )
         self.binder = Binder(self)
         #: Pending pods that no profile of ours handles: uid → schedulerName.
         self._unclaimed: dict[str, str] = {}
@@ -395,9 +411,30 @@ class Scheduler:
                 info = await queue.pop()
                 if info is None:
                     break
-            schedule_one(self, info)
+            if self.batch_size > 1:
+                schedule_batch(self, self._gather_batch(info))
+            else:
+                schedule_one(self, info)
             # Let informers and binding tasks run between cycles.
             await asyncio.sleep(0)
+
+    def _gather_batch(self, first: Any) -> list[Any]:
+        """``first`` and the activeQ heads with its scheduling signature."""
+        key = self.signature(first)
+        if key is None or skip_pod(self, first) or not batchable(self, first):
+            return [first]
+        more = self.queue.pop_same(
+            key,
+            self.signature,
+            self.batch_size - 1,
+            lambda i: i.pod.scheduler_name == first.pod.scheduler_name and not skip_pod(self, i),
+        )
+        return [first, *more]
+
+    @staticmethod
+    def signature(info: Any) -> object:
+        """The pod's scheduling signature from the Rust core (None: not batchable)."""
+        return getattr(info.compiled, "signature", None)
 
     def stop(self) -> None:
         """Stop taking pods; in-flight bindings finish (see :meth:`shutdown`)."""

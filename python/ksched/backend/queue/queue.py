@@ -699,6 +699,30 @@ class SchedulingQueue:
                 return self._to_in_flight(info)
         return None
 
+    def pop_same(
+        self,
+        key: object,
+        key_of: Callable[[QueuedPodInfo], object],
+        limit: int,
+        accept: Callable[[QueuedPodInfo], bool] | None = None,
+    ) -> list[QueuedPodInfo]:
+        """Pop the pods at the head of activeQ, in order, while ``key_of(head) == key``
+        and ``accept(head)`` (at most ``limit``): the rest of a batch of pods with one
+        scheduling signature. Each popped pod starts its own scheduling cycle."""
+        out: list[QueuedPodInfo] = []
+        active = self._active
+        while active and len(out) < limit:
+            _, seq, info = active[0]
+            if info.queue_seq != seq or self._active_uids.get(info.uid) is not info:
+                heapq.heappop(active)
+                continue
+            if key_of(info) != key or (accept is not None and not accept(info)):
+                break
+            heapq.heappop(active)
+            del self._active_uids[info.uid]
+            out.append(self._to_in_flight(info))
+        return out
+
     def _to_in_flight(self, info: QueuedPodInfo) -> QueuedPodInfo:
         self.scheduling_cycle += 1
         info.cycle = self.scheduling_cycle
