@@ -127,11 +127,13 @@ def bound(cp: ControlPlane, namespace: str) -> dict[str, str]:
     }
 
 
-def wait_until(cond: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
+def wait_until(
+    cond: Callable[[], bool], proc: KschedProcess, timeout: float = 30.0, what: str = ""
+) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
         if time.monotonic() > deadline:
-            raise AssertionError(f"not reached in {timeout}s: {what}")
+            raise AssertionError(f"not reached in {timeout}s: {what}; ksched log:\n{proc.text()}")
         time.sleep(0.1)
 
 
@@ -150,7 +152,7 @@ def test_run_schedules_and_the_first_sigterm_finishes_bindings_in_flight(
     )  # fmt: skip
     proc.wait_for_log("caches synced")
     create_pods(control_plane, namespace, [f"p{i:02d}" for i in range(12)])
-    wait_until(lambda: len(bound(control_plane, namespace)) >= 1, what="first binding")
+    wait_until(lambda: len(bound(control_plane, namespace)) >= 1, proc, what="first binding")
     proc.signal(signal.SIGTERM)
     proc.wait_for_log("received SIGTERM")
     create_pods(control_plane, namespace, ["late"])  # after SIGTERM: not taken
@@ -175,7 +177,7 @@ def test_a_second_signal_exits_at_once(
     proc = ksched("--config", str(cfg), "--leader-elect=false", "-v", "2")
     proc.wait_for_log("caches synced")
     create_pods(control_plane, namespace, [f"p{i:02d}" for i in range(20)])
-    wait_until(lambda: len(bound(control_plane, namespace)) >= 1, what="first binding")
+    wait_until(lambda: len(bound(control_plane, namespace)) >= 1, proc, what="first binding")
     proc.signal(signal.SIGTERM)
     proc.wait_for_log("received SIGTERM")
     t0 = time.monotonic()
