@@ -46,6 +46,9 @@ FINISH_TIME: Final = 6 * 60.0
 REFRESH_TIME: Final = 30 * 60.0
 
 _stamp_cache: list[Any] = [0, ""]
+#: While busy, a sender polls the backlog this often, up to this many empty polls.
+_POLL_INTERVAL: Final = 0.002
+_BUSY_POLLS: Final = 25
 
 
 def _now() -> str:
@@ -151,6 +154,8 @@ class EventRecorder:
         self._idle = asyncio.Event()
         self._idle.set()
         self._sending = 0
+        #: Workers parked on ``_wakeup`` (a plain count: cheaper than ``Event.is_set``).
+        self._parked = 0
         self._last_sweep = clock()
         #: Events not sent because the backlog was full.
         self.dropped = 0
@@ -250,8 +255,8 @@ class EventRecorder:
             self.dropped += 1
             return
         backlog.append((kind, event, patch))
-        self._idle.clear()
-        if not self._wakeup.is_set():
+        if self._parked:
+            self._parked = 0
             self._wakeup.set()
         if len(self._workers) < self._max_workers and len(backlog) > self._sending_capacity():
             try:
@@ -281,20 +286,31 @@ class EventRecorder:
             await asyncio.sleep((1.0 - self._tokens) / self._qps)
 
     async def _work(self) -> None:
-        """A long-lived sender: drains the backlog, then waits for more."""
+        """A long-lived sender: drains the backlog; while events keep coming it polls
+        every few milliseconds (no wake-up per event), then parks until woken."""
         backlog = self._backlog
+        idle_polls = 0
         while True:
-            while backlog:
-                kind, event, patch = backlog.popleft()
-                self._sending += 1
-                try:
-                    await self._send(kind, event, patch)
-                finally:
-                    self._sending -= 1
-            if not self._sending:
+            if backlog:
+                idle_polls = 0
+                self._idle.clear()
+                while backlog:
+                    kind, event, patch = backlog.popleft()
+                    self._sending += 1
+                    try:
+                        await self._send(kind, event, patch)
+                    finally:
+                        self._sending -= 1
+            if not self._sending and not backlog:
                 self._idle.set()
+            if idle_polls < _BUSY_POLLS:
+                idle_polls += 1
+                await asyncio.sleep(_POLL_INTERVAL)
+                continue
             self._wakeup.clear()
+            self._parked += 1
             await self._wakeup.wait()
+            idle_polls = 0
 
     async def _send(self, kind: str, event: dict[str, Any], patch: dict[str, Any] | None) -> None:
         await self._take_token()
@@ -321,6 +337,9 @@ class EventRecorder:
         while self._backlog or self._sending:
             if not self._workers:
                 self._enqueue_worker()
+            self._idle.clear()
+            self._parked = 0
+            self._wakeup.set()
             await self._idle.wait()
 
     def _enqueue_worker(self) -> None:

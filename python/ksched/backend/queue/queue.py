@@ -242,6 +242,8 @@ class SchedulingQueue:
         self._events: deque[tuple[int, ClusterEvent, Any, Any]] = deque()
         self._event_seq = 0
         self._wakeup = asyncio.Event()
+        #: ``pop`` is parked on ``_wakeup`` (checked instead of ``Event.is_set``).
+        self._popper_waiting = False
         self._closed = False
         self.scheduling_cycle = 0
         self.metrics.add_pending_pods_source(self.counts)
@@ -351,7 +353,8 @@ class SchedulingQueue:
         incoming = self._incoming
         key = (ACTIVE, event)
         incoming[key] = incoming.get(key, 0.0) + 1.0
-        if not self._wakeup.is_set():
+        if self._popper_waiting:
+            self._popper_waiting = False
             self._wakeup.set()
 
     def _push_backoff(self, info: QueuedPodInfo, event: str) -> None:
@@ -364,7 +367,8 @@ class SchedulingQueue:
             heapq.heappush(self._error_backoff, (exp, seq, info))
         self._backoff_uids[info.uid] = info
         self.metrics.incoming(BACKOFF, event)
-        if self.pop_from_backoff:
+        if self.pop_from_backoff and self._popper_waiting:
+            self._popper_waiting = False
             self._wakeup.set()
 
     def _run_pre_enqueue(self, info: QueuedPodInfo) -> None:
@@ -752,6 +756,7 @@ class SchedulingQueue:
             if info is not None or self._closed:
                 return info
             self._wakeup.clear()
+            self._popper_waiting = True
             await self._wakeup.wait()
 
     def done(self, uid: str) -> None:
