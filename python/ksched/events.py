@@ -14,9 +14,9 @@ server. The recorder mirrors client-go's ``events`` broadcaster:
   and finished (final count sent, key forgotten) after 6 minutes without a repeat; a
   single event's key is forgotten after 6 minutes. A pod that keeps failing for the
   same reason therefore costs a couple of API calls, not one per attempt.
-* **Bounded backlog.** At most ``max_queued`` (1000) events wait to be sent; beyond that
-  new ones are dropped and counted (client-go's broadcaster drops when its channel is
-  full).
+* **Bounded backlog.** At most ``max_queued`` (10,000) events wait to be sent; beyond that
+  new ones are dropped and counted. (client-go's broadcaster drops beyond a 1000-event
+  channel, but drains it into one goroutine per event, so it holds more in practice.)
 * **Bounded concurrency and rate.** A few workers send the backlog; an optional token
   bucket (``qps``/``burst``) caps the rate on a real API server.
 
@@ -132,7 +132,7 @@ class EventRecorder:
         api: ClusterAPI,
         *,
         instance: str,
-        max_queued: int = 1000,
+        max_queued: int = 10_000,
         workers: int = 8,
         qps: float | None = None,
         burst: int = 100,
