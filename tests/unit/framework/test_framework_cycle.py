@@ -406,3 +406,15 @@ async def test_node_updates_wake_a_pod_only_when_the_changed_field_can_help():
         c.update("nodes", uncordoned)
         await wait_for(lambda: node_of(c, "p") == "cordoned")
         assert info.attempts == attempts + 1
+
+
+async def test_pod_being_deleted_is_skipped_with_an_event():
+    c = cluster_with("n1")
+    doomed = make_pod("doomed")
+    doomed["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    c.create("pods", doomed)
+    async with Running(c) as sched:
+        await wait_for(lambda: c.event_counts.get("FailedScheduling", 0) == 1)
+        assert failed_notes(c) == ["skip schedule deleting pod: default/doomed"]
+        assert node_of(c, "doomed") is None
+        assert len(sched.queue) == 0 and not sched.queue.wants_events()
