@@ -32,6 +32,7 @@ from ksched.api.errors import InvalidObjectError
 from ksched.api.node import Node
 from ksched.api.pod import Pod
 from ksched.backend.cache import Cache
+from ksched.backend.compile import compile_pod
 from ksched.backend.queue import SchedulingQueue
 from ksched.backend.queue.cluster_event import (
     EVENT_ASSIGNED_POD_ADD,
@@ -159,6 +160,10 @@ class Scheduler:
             sort_key=first.sort_key,
             metrics=self.metrics,
         )
+        if hasattr(Snapshot, "set_nominated"):
+            # Filtering counts nominated pods of equal or higher priority against their
+            # node (upstream RunFilterPluginsWithNominatedPods) once the core offers it.
+            self.queue.nominator.listeners.append(self._nomination_changed)
         self.metrics.add_cache_size_source(
             lambda: {
                 "nodes": self.cache.num_nodes,
@@ -200,6 +205,13 @@ class Scheduler:
         self._background: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
         self.synced = asyncio.Event()
+
+    def _nomination_changed(self, pod: Pod, node: str | None) -> None:
+        snapshot: Any = self.cache.snapshot
+        if node is None:
+            snapshot.clear_nominated(pod.uid)
+        else:
+            snapshot.set_nominated(compile_pod(pod), node)
 
     def unclaimed_pods(self) -> Counter[str]:
         """Pending pods per schedulerName that no profile of this scheduler handles."""

@@ -569,3 +569,13 @@ def test_nominator_keeps_a_scheduler_nomination_until_the_api_catches_up(queue: 
     assert queue.nominator.node_of(pod.uid) == "node-2"
     queue.nominator.nominate(pod, "")
     assert queue.nominator.node_of(pod.uid) is None
+
+
+def test_nominator_tells_its_listeners(queue: SchedulingQueue):
+    seen: list[tuple[str, str | None]] = []
+    queue.nominator.listeners.append(lambda pod, node: seen.append((pod.name, node)))
+    pod = parsed_pod("p")
+    queue.nominator.nominate(pod, "node-1")
+    queue.nominator.nominate(pod, "node-2")
+    queue.nominator.delete(pod.uid)
+    assert seen == [("p", "node-1"), ("p", "node-2"), ("p", None)]

@@ -13,6 +13,7 @@ upstream's ``UpdateNominatedPod`` does, so a lagging informer cannot drop it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ksched.api.pod import Pod
@@ -35,14 +36,19 @@ class Nominator:
         #: uid → nomination (read-only for callers; test membership before ``delete``).
         self.by_uid: dict[str, NominatedPod] = {}
         self._by_node: dict[str, dict[str, Pod]] = {}
+        #: Called with ``(pod, node)`` on every nomination and ``(pod, None)`` when one
+        #: ends, e.g. to mirror nominations into the Rust snapshot.
+        self.listeners: list[Callable[[Pod, str | None], None]] = []
 
     def __len__(self) -> int:
         return len(self.by_uid)
 
     def _set(self, pod: Pod, node: str, by_scheduler: bool) -> None:
-        self.delete(pod.uid)
+        self.delete(pod.uid, notify=False)
         self.by_uid[pod.uid] = NominatedPod(pod, node, by_scheduler)
         self._by_node.setdefault(node, {})[pod.uid] = pod
+        for listener in self.listeners:
+            listener(pod, node)
 
     def add(self, pod: Pod) -> None:
         """Track ``pod`` if its object names a nominated node (informer path)."""
@@ -71,7 +77,7 @@ class Nominator:
         self.delete(new.uid)
         self.add(new)
 
-    def delete(self, uid: str) -> None:
+    def delete(self, uid: str, *, notify: bool = True) -> None:
         entry = self.by_uid.pop(uid, None)
         if entry is None:
             return
@@ -80,6 +86,9 @@ class Nominator:
             pods.pop(uid, None)
             if not pods:
                 del self._by_node[entry.node]
+        if notify:
+            for listener in self.listeners:
+                listener(entry.pod, None)
 
     def node_of(self, uid: str) -> str | None:
         entry = self.by_uid.get(uid)
