@@ -36,6 +36,7 @@ use crate::pod::CompiledPod;
 use crate::profile::Profile;
 use crate::sample::num_feasible_nodes_to_find;
 use crate::selector::intern_labels;
+use crate::snapshot::counts::PodPredicate;
 use crate::snapshot::Snapshot;
 
 /// Waves at least this large are filtered in parallel.
@@ -67,8 +68,12 @@ pub struct PodState {
     pub images: ImageState,
     pub spread: SpreadFilterState,
     pub spread_score: Vec<Constraint>,
+    /// Count cache entries of `spread_score`'s selectors.
+    pub spread_score_counts: Vec<Option<usize>>,
     pub spread_require_all: bool,
     pub ipa: IpaFilterState,
+    /// Count cache entries of the pod's preferred affinity terms, then anti-affinity terms.
+    pub ipa_preferred_counts: Vec<usize>,
     /// The profile's Filter plugins that can reject some node for this pod, in profile
     /// order; the others are no-ops for this pod and skipped on every node.
     pub active_filters: Vec<Plugin>,
@@ -184,10 +189,11 @@ impl Snapshot {
             );
             if profile.filters.contains(&Plugin::PodTopologySpread) {
                 self.ensure_order();
+                let entries = pts::count_entries(self, &filter_constraints, namespace);
                 st.spread = pts::prefilter(
                     self,
                     filter_constraints,
-                    namespace,
+                    &entries,
                     &labels,
                     &st.node_affinity.required,
                     &st.taints,
@@ -203,6 +209,7 @@ impl Snapshot {
                     &profile.spread,
                     Unsatisfiable::ScheduleAnyway,
                 );
+                st.spread_score_counts = pts::count_entries(self, &st.spread_score, namespace);
                 st.spread_require_all =
                     !pod.spread_constraints.is_empty() || !profile.spread.system_defaulted;
             }
@@ -214,7 +221,21 @@ impl Snapshot {
                 &labels,
                 &mut self.interner,
             );
-            st.ipa = self.ipa_prefilter(terms, namespace, &labels);
+            let affinity_entry = (!terms.affinity_required.is_empty())
+                .then(|| self.count_entry(PodPredicate::AllTerms(terms.affinity_required.clone())));
+            let anti_entries: Vec<usize> = terms
+                .anti_required
+                .iter()
+                .map(|t| self.count_entry(PodPredicate::AllTerms(vec![t.clone()])))
+                .collect();
+            st.ipa_preferred_counts = terms
+                .affinity_preferred
+                .iter()
+                .chain(&terms.anti_preferred)
+                .map(|(_, t)| self.count_entry(PodPredicate::AllTerms(vec![t.clone()])))
+                .collect();
+            self.ensure_order();
+            st.ipa = self.ipa_prefilter(terms, namespace, &labels, affinity_entry, &anti_entries);
         }
         st.labels = labels;
         st.active_filters = profile
@@ -248,6 +269,8 @@ impl Snapshot {
         terms: CompiledAffinity,
         ns: u32,
         labels: &[(u32, u32)],
+        affinity_entry: Option<usize>,
+        anti_entries: &[usize],
     ) -> IpaFilterState {
         let mut st = IpaFilterState {
             active: !terms.affinity_required.is_empty()
@@ -277,46 +300,44 @@ impl Snapshot {
                 }
             }
         }
-        if !terms.affinity_required.is_empty() || !terms.anti_required.is_empty() {
-            for rec in self.pods.iter().flatten() {
-                if !self.has_node[rec.slot as usize] {
-                    continue;
-                }
-                let rec_ns = self.namespace_labels(rec.namespace);
-                if !terms.affinity_required.is_empty()
-                    && terms
-                        .affinity_required
-                        .iter()
-                        .all(|t| t.matches(rec.namespace, rec_ns, &rec.labels))
-                {
+        // Matching pods per node come from the count cache; only nodes are walked here.
+        if let Some(e) = affinity_entry {
+            let counts = self.count_cache.counts(e);
+            for &slot in &self.order {
+                let c = counts[slot as usize];
+                if c > 0 {
                     for t in &terms.affinity_required {
-                        let v = self.label(rec.slot, t.topology_key);
+                        let v = self.label(slot, t.topology_key);
                         add_count(
                             &mut st.affinity_counts,
                             t.topology_key,
                             (v != 0).then_some(v),
-                            1,
-                        );
-                    }
-                }
-                for t in &terms.anti_required {
-                    if t.matches(rec.namespace, rec_ns, &rec.labels) {
-                        let v = self.label(rec.slot, t.topology_key);
-                        add_count(
-                            &mut st.anti_affinity_counts,
-                            t.topology_key,
-                            (v != 0).then_some(v),
-                            1,
+                            c,
                         );
                     }
                 }
             }
-            st.self_matches_affinity = !terms.affinity_required.is_empty()
-                && terms
-                    .affinity_required
-                    .iter()
-                    .all(|t| t.matches(ns, self.namespace_labels(ns), labels));
         }
+        for (t, &e) in terms.anti_required.iter().zip(anti_entries) {
+            let counts = self.count_cache.counts(e);
+            for &slot in &self.order {
+                let c = counts[slot as usize];
+                if c > 0 {
+                    let v = self.label(slot, t.topology_key);
+                    add_count(
+                        &mut st.anti_affinity_counts,
+                        t.topology_key,
+                        (v != 0).then_some(v),
+                        c,
+                    );
+                }
+            }
+        }
+        st.self_matches_affinity = !terms.affinity_required.is_empty()
+            && terms
+                .affinity_required
+                .iter()
+                .all(|t| t.matches(ns, self.namespace_labels(ns), labels));
         st.terms = terms;
         st
     }
@@ -478,9 +499,9 @@ impl Snapshot {
             Plugin::PodTopologySpread => {
                 match pts::score_all(
                     self,
-                    st.spread_score.clone(),
+                    &st.spread_score,
+                    &st.spread_score_counts,
                     st.spread_require_all,
-                    st.namespace,
                     &st.node_affinity.required,
                     &st.taints,
                     all,
@@ -494,7 +515,7 @@ impl Snapshot {
                     }
                 }
             }
-            Plugin::InterPodAffinity => self.ipa_scores(profile, st, feasible),
+            Plugin::InterPodAffinity => self.ipa_scores(profile, st, feasible, all),
             Plugin::NodeUnschedulable | Plugin::NodeName | Plugin::NodePorts => zeros(),
         }
     }
@@ -504,6 +525,7 @@ impl Snapshot {
         profile: &Profile,
         st: &PodState,
         feasible: &[u32],
+        all: &[u32],
     ) -> (Vec<i64>, Vec<i64>) {
         let terms = &st.ipa.terms;
         let args = &profile.inter_pod_affinity;
@@ -522,20 +544,25 @@ impl Snapshot {
                 touched = true;
             }
         };
+        // The incoming pod's preferred terms: matching pods per node from the count cache.
+        let signed = terms
+            .affinity_preferred
+            .iter()
+            .map(|(w, t)| (*w, t))
+            .chain(terms.anti_preferred.iter().map(|(w, t)| (-*w, t)));
+        for ((w, t), &e) in signed.zip(&st.ipa_preferred_counts) {
+            let counts = self.count_cache.counts(e);
+            for &slot in all {
+                let c = counts[slot as usize];
+                if c > 0 {
+                    add(t.topology_key, slot, w * c);
+                }
+            }
+        }
+        // Existing pods' own terms: only pods with affinity carry any.
         let mut process = |rec: &crate::snapshot::PodRecord| {
             if !self.has_node[rec.slot as usize] || self.node_labels[rec.slot as usize].is_empty() {
                 return;
-            }
-            let rec_ns = self.namespace_labels(rec.namespace);
-            for (w, t) in &terms.affinity_preferred {
-                if t.matches(rec.namespace, rec_ns, &rec.labels) {
-                    add(t.topology_key, rec.slot, *w);
-                }
-            }
-            for (w, t) in &terms.anti_preferred {
-                if t.matches(rec.namespace, rec_ns, &rec.labels) {
-                    add(t.topology_key, rec.slot, -*w);
-                }
             }
             if let Some(aff) = &rec.affinity {
                 if args.hard_pod_affinity_weight > 0 {
@@ -557,15 +584,9 @@ impl Snapshot {
                 }
             }
         };
-        if has_constraints {
-            for rec in self.pods.iter().flatten() {
+        for &idx in &self.pods_with_affinity {
+            if let Some(rec) = self.pods[idx as usize].as_ref() {
                 process(rec);
-            }
-        } else {
-            for &idx in &self.pods_with_affinity {
-                if let Some(rec) = self.pods[idx as usize].as_ref() {
-                    process(rec);
-                }
             }
         }
         if !touched {

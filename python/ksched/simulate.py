@@ -134,6 +134,7 @@ async def run_simulation(
 
     sched = Scheduler(cluster, profiles or {"default-scheduler": default_profile()}, seed=seed)
     await sched.start()
+    aio.tune_gc()
     loop_task = asyncio.get_running_loop().create_task(sched.run())
 
     expected = pods - int(pods * wl.unschedulable_fraction)

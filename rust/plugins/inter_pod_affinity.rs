@@ -141,7 +141,7 @@ fn parse_term(v: &Bound<'_, PyAny>, path: &str) -> PyResult<PodAffinityTermSpec>
 }
 
 /// A compiled affinity term (upstream's `framework.AffinityTerm`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AffinityTerm {
     pub namespaces: Vec<u32>,
     /// `None`: no namespaceSelector; `Some(Selector::Reqs([]))` ({}) matches all.

@@ -29,6 +29,7 @@ use super::taint::Effect;
 use super::taint_toleration::TaintState;
 use crate::args::{self, get};
 use crate::selector::{label_value, LabelSelectorSpec, SelOp, Selector};
+use crate::snapshot::counts::PodPredicate;
 use crate::snapshot::Snapshot;
 
 pub const NAME: &str = "PodTopologySpread";
@@ -303,43 +304,99 @@ fn included(
     true
 }
 
-/// Matching pods per node slot for a selector, in namespace `ns` (terminating pods excluded).
-pub fn count_per_node(snap: &Snapshot, selector: &Selector, ns: u32) -> Vec<i64> {
-    let mut counts = vec![0i64; snap.capacity()];
-    if selector.is_empty() || selector.is_nothing() {
-        return counts;
-    }
-    for rec in snap.pods.iter().flatten() {
-        if rec.deleting || rec.namespace != ns || !snap.has_node[rec.slot as usize] {
-            continue;
-        }
-        if selector.matches(&rec.labels) {
-            counts[rec.slot as usize] += 1;
-        }
-    }
-    counts
-}
-
 fn has_all_keys(snap: &Snapshot, constraints: &[Constraint], slot: u32) -> bool {
     constraints.iter().all(|c| snap.label(slot, c.key) != 0)
+}
+
+/// Matching pods per topology domain, as a dense array over value ids (one attempt's
+/// worth; hashing thousands of hostname domains per attempt was the hot spot).
+#[derive(Clone, Debug, Default)]
+pub struct DomainCounts {
+    /// `counts[value id]`, -1 where the domain does not exist.
+    counts: Vec<i64>,
+    domains: usize,
+}
+
+impl DomainCounts {
+    fn new(ids: usize) -> Self {
+        DomainCounts {
+            counts: vec![-1; ids],
+            domains: 0,
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, v: u32, n: i64) {
+        let c = &mut self.counts[v as usize];
+        if *c < 0 {
+            *c = 0;
+            self.domains += 1;
+        }
+        *c += n;
+    }
+
+    #[inline]
+    pub fn get(&self, v: u32) -> i64 {
+        self.counts.get(v as usize).copied().unwrap_or(-1).max(0)
+    }
+
+    pub fn len(&self) -> usize {
+        self.domains
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.domains == 0
+    }
+
+    fn min(&self) -> Option<i64> {
+        self.counts.iter().copied().filter(|&c| c >= 0).min()
+    }
+}
+
+/// The per-node count cache entry of each constraint's selector (`None` for an empty or
+/// nil selector, which counts no pod, as upstream's `countPodsMatchSelector`).
+pub fn count_entries(
+    snap: &mut Snapshot,
+    constraints: &[Constraint],
+    ns: u32,
+) -> Vec<Option<usize>> {
+    constraints
+        .iter()
+        .map(|c| {
+            if c.selector.is_empty() || c.selector.is_nothing() {
+                None
+            } else {
+                Some(snap.count_entry(PodPredicate::Spread {
+                    ns,
+                    selector: c.selector.clone(),
+                }))
+            }
+        })
+        .collect()
+}
+
+#[inline]
+fn node_count(snap: &Snapshot, entry: Option<usize>, slot: u32) -> i64 {
+    entry.map_or(0, |e| snap.count_cache.counts(e)[slot as usize])
 }
 
 /// Filter state.
 #[derive(Clone, Debug, Default)]
 pub struct SpreadFilterState {
     pub constraints: Vec<Constraint>,
-    /// Per constraint: domain value → matching pods.
-    pub domain_counts: Vec<AHashMap<u32, i64>>,
+    /// Per constraint: matching pods per domain.
+    pub domain_counts: Vec<DomainCounts>,
     /// Per constraint: the minimum over domains (0 below minDomains).
     pub min_match: Vec<i64>,
     /// Per constraint: whether the incoming pod matches its own selector.
     pub self_match: Vec<i64>,
 }
 
+#[allow(clippy::too_many_arguments)]
 pub fn prefilter(
     snap: &Snapshot,
     constraints: Vec<Constraint>,
-    ns: u32,
+    entries: &[Option<usize>],
     pod_labels: &[(u32, u32)],
     affinity: &RequiredNodeAffinity,
     taints: &TaintState,
@@ -348,21 +405,29 @@ pub fn prefilter(
     if constraints.is_empty() {
         return SpreadFilterState::default();
     }
-    let mut domain_counts = vec![AHashMap::new(); constraints.len()];
-    let per_node: Vec<Vec<i64>> = constraints
+    let ids = snap.interner.len();
+    let mut domain_counts: Vec<DomainCounts> =
+        constraints.iter().map(|_| DomainCounts::new(ids)).collect();
+    let cols: Vec<Option<usize>> = constraints
         .iter()
-        .map(|c| count_per_node(snap, &c.selector, ns))
+        .map(|c| snap.label_index.get(&c.key).copied())
         .collect();
-    for &slot in nodes {
-        if !has_all_keys(snap, &constraints, slot) {
-            continue;
-        }
-        for (i, c) in constraints.iter().enumerate() {
-            if !included(snap, c, slot, affinity, taints) {
+    if cols.iter().all(Option::is_some) {
+        for &slot in nodes {
+            let s = slot as usize;
+            if cols
+                .iter()
+                .any(|c| c.is_some_and(|c| snap.label_cols[c][s] == 0))
+            {
                 continue;
             }
-            let v = snap.label(slot, c.key);
-            *domain_counts[i].entry(v).or_insert(0) += per_node[i][slot as usize];
+            for (i, c) in constraints.iter().enumerate() {
+                if !included(snap, c, slot, affinity, taints) {
+                    continue;
+                }
+                let v = cols[i].map_or(0, |col| snap.label_cols[col][s]);
+                domain_counts[i].add(v, node_count(snap, entries[i], slot));
+            }
         }
     }
     let min_match = constraints
@@ -372,7 +437,7 @@ pub fn prefilter(
             if (dc.len() as i64) < c.min_domains {
                 0
             } else {
-                dc.values().copied().min().unwrap_or(i32::MAX as i64)
+                dc.min().unwrap_or(i32::MAX as i64)
             }
         })
         .collect();
@@ -396,7 +461,7 @@ pub fn filter(snap: &Snapshot, st: &SpreadFilterState, slot: u32) -> Option<u64>
         if v == 0 {
             return Some(0);
         }
-        let matched = st.domain_counts[i].get(&v).copied().unwrap_or(0);
+        let matched = st.domain_counts[i].get(v);
         if matched + st.self_match[i] - st.min_match[i] > c.max_skew {
             return Some(1);
         }
@@ -428,9 +493,9 @@ pub struct SpreadScoreState {
 #[allow(clippy::too_many_arguments)]
 pub fn score_all(
     snap: &Snapshot,
-    constraints: Vec<Constraint>,
+    constraints: &[Constraint],
+    entries: &[Option<usize>],
     require_all_topologies: bool,
-    ns: u32,
     affinity: &RequiredNodeAffinity,
     taints: &TaintState,
     all_nodes: &[u32],
@@ -444,7 +509,7 @@ pub fn score_all(
     let mut topo_size = vec![0usize; constraints.len()];
     let mut ignored_count = 0usize;
     for (fi, &slot) in feasible.iter().enumerate() {
-        if require_all_topologies && !has_all_keys(snap, &constraints, slot) {
+        if require_all_topologies && !has_all_keys(snap, constraints, slot) {
             ignored[fi] = true;
             ignored_count += 1;
             continue;
@@ -460,12 +525,8 @@ pub fn score_all(
             }
         }
     }
-    let per_node: Vec<Vec<i64>> = constraints
-        .iter()
-        .map(|c| count_per_node(snap, &c.selector, ns))
-        .collect();
     for &slot in all_nodes {
-        if require_all_topologies && !has_all_keys(snap, &constraints, slot) {
+        if require_all_topologies && !has_all_keys(snap, constraints, slot) {
             continue;
         }
         for (i, c) in constraints.iter().enumerate() {
@@ -474,7 +535,7 @@ pub fn score_all(
             }
             let v = snap.label(slot, c.key);
             if let Some(cnt) = pair_counts[i].get_mut(&v) {
-                *cnt += per_node[i][slot as usize];
+                *cnt += node_count(snap, entries[i], slot);
             }
         }
     }
@@ -504,7 +565,7 @@ pub fn score_all(
                     continue;
                 }
                 let cnt = if c.key_is_hostname {
-                    per_node[i][slot as usize]
+                    node_count(snap, entries[i], slot)
                 } else {
                     pair_counts[i].get(&v).copied().unwrap_or(0)
                 };

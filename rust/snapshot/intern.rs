@@ -44,6 +44,15 @@ impl Interner {
         self.ids.get(s).copied()
     }
 
+    /// Number of ids handed out (including the reserved 0).
+    pub fn len(&self) -> usize {
+        self.strings.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.strings.len() <= 1
+    }
+
     /// The integer value of string `id`, if it is one.
     #[inline]
     pub fn number(&self, id: u32) -> Option<i64> {

@@ -11,6 +11,7 @@
 //! accounts the pod; it becomes a candidate when the node arrives. A removed node whose
 //! pods are still known stays as such a ghost until its last pod leaves.
 
+pub mod counts;
 pub mod intern;
 pub mod py;
 pub mod resources;
@@ -111,6 +112,8 @@ pub struct Snapshot {
     pub namespaces: AHashMap<u32, Vec<(u32, u32)>>,
     /// Interned "0.0.0.0", the bind-all host IP.
     pub bind_all_ip: u32,
+    /// Per-node counts of pods matching recently used predicates.
+    pub count_cache: counts::CountCache,
 
     tree: NodeTree,
     pub(crate) order: Vec<u32>,
@@ -163,6 +166,7 @@ impl Snapshot {
             image_nodes: AHashMap::new(),
             namespaces: AHashMap::new(),
             bind_all_ip: 0,
+            count_cache: counts::CountCache::default(),
             tree: NodeTree::default(),
             order: Vec::new(),
             order_dirty: false,
@@ -262,6 +266,7 @@ impl Snapshot {
                 self.pods_on_node.push(0);
                 self.node_ports.push(Vec::new());
                 self.node_images.push(Vec::new());
+                self.count_cache.grow();
                 s
             }
         };
@@ -447,7 +452,7 @@ impl Snapshot {
                 self.pods_with_required_anti.insert(idx);
             }
         }
-        self.pods[idx as usize] = Some(PodRecord {
+        let rec = PodRecord {
             uid: pod.uid.clone(),
             slot,
             requests,
@@ -459,7 +464,9 @@ impl Snapshot {
             deleting: pod.deleting,
             affinity,
             host_ports,
-        });
+        };
+        self.update_counts(&rec, 1);
+        self.pods[idx as usize] = Some(rec);
         self.pod_index.insert(pod.uid.clone(), idx);
         self.generation += 1;
     }
@@ -472,6 +479,7 @@ impl Snapshot {
         let Some(rec) = self.pods[idx as usize].take() else {
             return false;
         };
+        self.update_counts(&rec, -1);
         self.free_pods.push(idx);
         self.pods_with_affinity.remove(&idx);
         self.pods_with_required_anti.remove(&idx);
@@ -530,6 +538,7 @@ impl Snapshot {
         let id = self.interner.intern(name);
         let labels = intern_labels(labels, &mut self.interner);
         self.namespaces.insert(id, labels);
+        self.count_cache.clear();
         self.generation += 1;
     }
 
@@ -538,6 +547,7 @@ impl Snapshot {
             return false;
         };
         self.generation += 1;
+        self.count_cache.clear();
         self.namespaces.remove(&id).is_some()
     }
 
