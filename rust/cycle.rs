@@ -49,6 +49,8 @@ const MIN_WAVE: usize = 256;
 /// Per-pod state computed once per attempt (upstream's PreFilter/PreScore cycle state).
 #[derive(Debug, Default)]
 pub struct PodState {
+    pub uid: String,
+    pub priority: i32,
     pub namespace: u32,
     pub labels: Vec<(u32, u32)>,
     pub tolerates_unschedulable: bool,
@@ -127,6 +129,8 @@ impl Snapshot {
         let namespace = self.interner.intern(&pod.namespace);
         let labels = intern_labels(&pod.labels, &mut self.interner);
         let mut st = PodState {
+            uid: pod.uid.clone(),
+            priority: pod.priority,
             namespace,
             tolerates_unschedulable: node_unschedulable::tolerates_unschedulable(&pod.tolerations),
             node_name: if pod.node_name.is_empty() {
@@ -381,6 +385,23 @@ impl Snapshot {
                     plugin,
                     unresolvable,
                     detail,
+                });
+            }
+        }
+        if !self.nominated.is_empty() {
+            // Nominated pods of equal or higher priority hold their room on the node.
+            if let Some(detail) =
+                self.fits_with_nominated(&st.fit, &st.ports, st.priority, &st.uid, slot)
+            {
+                let plugin = if detail == u64::MAX {
+                    Plugin::NodePorts
+                } else {
+                    Plugin::NodeResourcesFit
+                };
+                return Some(Reject {
+                    plugin,
+                    unresolvable: false,
+                    detail: if detail == u64::MAX { 0 } else { detail },
                 });
             }
         }

@@ -262,6 +262,47 @@ impl CompiledPod {
         Ok(d)
     }
 
+    /// The pod's scheduling signature: equal for pods that scheduling treats alike
+    /// (same namespace, labels, requests, constraints and priority), so the scheduler
+    /// may place them together with `Snapshot.schedule_batch`. `None` for a pod that
+    /// names its node.
+    #[getter]
+    fn signature(&self) -> Option<Vec<u8>> {
+        if !self.node_name.is_empty() {
+            return None;
+        }
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (
+            &self.namespace,
+            &self.labels,
+            &self.requests,
+            self.non_zero_cpu,
+            self.non_zero_memory,
+            self.priority,
+            &self.node_selector,
+            &self.host_ports,
+            &self.images,
+        )
+            .hash(&mut h);
+        format!(
+            "{:?}{:?}{:?}{:?}{:?}{}",
+            self.tolerations,
+            self.node_affinity,
+            self.pod_affinity,
+            self.spread_constraints,
+            self.default_spread_selector,
+            self.deleting
+        )
+        .hash(&mut h);
+        Some(h.finish().to_le_bytes().to_vec())
+    }
+
+    #[getter]
+    fn priority(&self) -> i32 {
+        self.priority
+    }
+
     fn __repr__(&self) -> String {
         format!("CompiledPod({}/{})", self.namespace, self.name)
     }

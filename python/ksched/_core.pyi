@@ -68,6 +68,11 @@ class CompiledPod:
     def name(self) -> str: ...
     @property
     def requests(self) -> dict[str, int]: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def signature(self) -> bytes | None:
+        """Equal for pods scheduling treats alike; None for a pod that names its node."""
 
 @final
 class Profile:
@@ -108,6 +113,9 @@ class ScheduleResult:
     @property
     def scores(self) -> list[tuple[str, int]]:
         """``(node, total)`` of every scored node, best first (only with ``explain``)."""
+    @property
+    def pre_filter_msg(self) -> str | None:
+        """The message of a PreFilter that rejected the pod outright."""
     def reason_counts(self) -> dict[str, int]:
         """How many nodes gave each reason."""
 
@@ -136,6 +144,18 @@ class Snapshot:
     def schedule(
         self, pod: CompiledPod, profile: Profile, explain: bool = False
     ) -> ScheduleResult: ...
+    def schedule_batch(self, pods: list[CompiledPod], profile: Profile) -> list[ScheduleResult]:
+        """Place pods in order as successive ``schedule`` calls would (each placed pod
+        accounted before the next); accounting is undone before returning."""
+    def filter_node(
+        self, pod: CompiledPod, profile: Profile, node_name: str
+    ) -> tuple[bool, str, list[str]] | None:
+        """PreFilter and Filter on one node: None when the pod fits, else
+        ``(unresolvable, plugin, reasons)``."""
+    def set_nominated(self, pod: CompiledPod, node_name: str) -> None: ...
+    def clear_nominated(self, uid: str) -> bool: ...
+    @property
+    def num_nominated(self) -> int: ...
     def explain(self, pod: CompiledPod, profile: Profile) -> list[dict[str, Any]]:
         """Every node's Filter outcome and, for feasible nodes, each Score plugin's raw and
         normalized score and the weighted total (no sampling)."""

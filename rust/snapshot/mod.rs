@@ -13,6 +13,7 @@
 
 pub mod counts;
 pub mod intern;
+pub mod nominated;
 pub mod py;
 pub mod resources;
 pub mod tree;
@@ -114,6 +115,8 @@ pub struct Snapshot {
     pub bind_all_ip: u32,
     /// Per-node counts of pods matching recently used predicates.
     pub count_cache: counts::CountCache,
+    /// Pods nominated to nodes by preemption.
+    pub nominated: nominated::NominatedPods,
 
     tree: NodeTree,
     pub(crate) order: Vec<u32>,
@@ -167,6 +170,7 @@ impl Snapshot {
             namespaces: AHashMap::new(),
             bind_all_ip: 0,
             count_cache: counts::CountCache::default(),
+            nominated: nominated::NominatedPods::default(),
             tree: NodeTree::default(),
             order: Vec::new(),
             order_dirty: false,

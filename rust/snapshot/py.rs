@@ -31,6 +31,9 @@ pub struct ScheduleResult {
     num_all_nodes: usize,
     statuses: Vec<NodeStatus>,
     scores: Vec<(String, i64)>,
+    /// The message of a PreFilter that rejected the pod outright.
+    #[pyo3(get)]
+    pre_filter_msg: Option<String>,
 }
 
 #[pymethods]
@@ -99,7 +102,13 @@ impl Snapshot {
                 .collect(),
             _ => Vec::new(),
         };
+        let pre_filter_msg = out
+            .state
+            .as_ref()
+            .and_then(|st| st.prefilter_reject.as_ref())
+            .map(|(_, m)| m.clone());
         ScheduleResult {
+            pre_filter_msg,
             node: out.chosen.map(|s| self.names[s as usize].clone()),
             evaluated_nodes: out.evaluated_nodes,
             feasible_nodes: out.feasible_nodes,
@@ -311,6 +320,90 @@ impl Snapshot {
             out.push(d);
         }
         Ok(out)
+    }
+
+    /// Place `pods` in order as successive `schedule` calls would, each placed pod
+    /// accounted on its node before the next is placed; the pods' accounting is undone
+    /// before returning (the caller assumes them), while the start index and random
+    /// state stay advanced as by the individual calls. The GIL is released throughout.
+    #[pyo3(name = "schedule_batch")]
+    fn py_schedule_batch(
+        &mut self,
+        py: Python<'_>,
+        pods: Vec<PyRef<'_, CompiledPod>>,
+        profile: &Profile,
+    ) -> Vec<ScheduleResult> {
+        let pods: Vec<&CompiledPod> = pods.iter().map(|p| &**p).collect();
+        let outs = py.detach(|| {
+            let mut outs = Vec::with_capacity(pods.len());
+            let mut placed: Vec<&str> = Vec::new();
+            for pod in &pods {
+                let out = Snapshot::schedule(self, pod, profile, false);
+                if let Some(slot) = out.chosen {
+                    let node = self.names[slot as usize].clone();
+                    self.add_pod(pod, &node, true);
+                    placed.push(&pod.uid);
+                }
+                outs.push(out);
+            }
+            for uid in placed {
+                self.remove_pod(uid);
+            }
+            outs
+        });
+        outs.into_iter().map(|o| self.result_from(o)).collect()
+    }
+
+    /// Run PreFilter and every Filter for `pod` on node `node_name` alone: `None` when
+    /// it fits, else `(unresolvable, plugin, reasons)`. Preemption uses it to test a node
+    /// with victims removed.
+    #[pyo3(name = "filter_node")]
+    fn py_filter_node(
+        &mut self,
+        pod: &CompiledPod,
+        profile: &Profile,
+        node_name: &str,
+    ) -> PyResult<Option<(bool, &'static str, Vec<String>)>> {
+        let Some(slot) = self
+            .slot_of(node_name)
+            .filter(|&s| self.has_node[s as usize])
+        else {
+            return Err(PyValueError::new_err(format!(
+                "node {node_name:?} is not in the snapshot"
+            )));
+        };
+        let st = self.prefilter(pod, profile);
+        if let Some((plugin, msg)) = &st.prefilter_reject {
+            return Ok(Some((true, plugin.name(), vec![msg.clone()])));
+        }
+        if st.allowed.as_ref().is_some_and(|a| !a.contains(&slot)) {
+            return Ok(Some((
+                true,
+                "NodeAffinity",
+                vec!["node(s) didn't satisfy plugin(s) [NodeAffinity]".to_string()],
+            )));
+        }
+        Ok(self
+            .filter_node(profile, &st, slot)
+            .map(|r| (r.unresolvable, r.plugin.name(), self.reasons(&st, slot, &r))))
+    }
+
+    /// Record that `pod` is nominated to `node_name` (preemption): nodes must keep room
+    /// for it when scheduling pods of lower or equal priority.
+    #[pyo3(name = "set_nominated")]
+    fn py_set_nominated(&mut self, pod: &CompiledPod, node_name: &str) {
+        self.set_nominated(pod, node_name);
+    }
+
+    /// Forget a nomination; returns whether there was one.
+    #[pyo3(name = "clear_nominated")]
+    fn py_clear_nominated(&mut self, uid: &str) -> bool {
+        self.clear_nominated(uid)
+    }
+
+    #[getter(num_nominated)]
+    fn py_num_nominated(&self) -> usize {
+        self.nominated.len()
     }
 
     #[getter(num_nodes)]
