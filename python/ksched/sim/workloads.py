@@ -150,7 +150,10 @@ def _anti_existing(i: int, node: str, rng: random.Random) -> Obj:
 
 def _anti_new(i: int, rng: random.Random) -> Obj:
     return make_pod(
-        f"pod-{i}", namespace="sched-setup", labels={"color": "green"}, extra_spec=_anti_affinity_spec()
+        f"pod-{i}",
+        namespace="sched-setup",
+        labels={"color": "green"},
+        extra_spec=_anti_affinity_spec(),
     )
 
 
@@ -200,7 +203,9 @@ def _spread_spec() -> Obj:
 
 
 def _spread_existing(i: int, node: str, rng: random.Random) -> Obj:
-    return make_pod(f"existing-{i}", namespace="sched-test", node_name=node, labels={"app": "spread"})
+    return make_pod(
+        f"existing-{i}", namespace="sched-test", node_name=node, labels={"app": "spread"}
+    )
 
 
 def _spread_new(i: int, rng: random.Random) -> Obj:

@@ -9,7 +9,7 @@ from ksched.api.pod import Pod
 from ksched.backend.compile import compile_pod
 from ksched.framework.diagnosis import fit_error_message
 from ksched.framework.profile import default_profile
-from ksched.sim.workloads import make_node, make_pod
+from ksched.sim.workloads import make_pod
 from tests.helpers import parsed_node
 
 GI = 1024**3
