@@ -713,6 +713,9 @@ class ControlPlane:
             f"--secure-port={port}",
             f"--authentication-kubeconfig={self.kubeconfig}",
             f"--authorization-kubeconfig={self.kubeconfig}",
+            # No controller publishes the client CA for delegated authentication here,
+            # so name it: the admin client certificate then authenticates /metrics.
+            f"--client-ca-file={self.ca_file}",
             f"--v={self.verbosity}",
             *args,
         ]
