@@ -17,7 +17,16 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-Kind = Literal["pods", "nodes"]
+Kind = Literal[
+    "pods",
+    "nodes",
+    "namespaces",
+    "services",
+    "replicationcontrollers",
+    "replicasets",
+    "statefulsets",
+    "poddisruptionbudgets",
+]
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
 
 

@@ -20,6 +20,7 @@ scheduler's), but counted per name so that a typo is visible.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import socket
 import uuid
@@ -27,12 +28,14 @@ from collections import Counter
 from collections.abc import Coroutine, Iterable, Mapping
 from typing import Any
 
-from ksched._core import Snapshot
+from ksched._core import CompiledPod, Snapshot
 from ksched.api.errors import InvalidObjectError
 from ksched.api.node import Node
 from ksched.api.pod import Pod
 from ksched.backend.cache import Cache
 from ksched.backend.compile import compile_pod
+from ksched.backend.controllers import KINDS as CONTROLLER_KINDS
+from ksched.backend.controllers import ControllerIndex
 from ksched.backend.queue import SchedulingQueue
 from ksched.backend.queue.cluster_event import (
     EVENT_ASSIGNED_POD_ADD,
@@ -201,6 +204,28 @@ class Scheduler:
             on_update=self._pod_updated,
             on_delete=self._pod_deleted,
         )
+        #: Services and controllers, for PodTopologySpread's default constraints.
+        self.controllers = ControllerIndex()
+        #: Namespaces (labels for namespaceSelector) and the controller kinds.
+        self.aux_informers = [
+            Informer(
+                api,
+                "namespaces",
+                on_add=self._namespace_changed,
+                on_update=lambda old, new: self._namespace_changed(new),
+                on_delete=self._namespace_deleted,
+            ),
+            *(
+                Informer(
+                    api,
+                    kind,
+                    on_add=functools.partial(self._controller_changed, kind),
+                    on_update=functools.partial(self._controller_updated, kind),
+                    on_delete=functools.partial(self._controller_deleted, kind),
+                )
+                for kind in CONTROLLER_KINDS
+            ),
+        ]
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
@@ -280,6 +305,46 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(EVENT_NODE_DELETE, old, None)
         self.cache.remove_node(name)
 
+    def compile(self, pod: Pod) -> CompiledPod:
+        """The kernel form of a pending pod, with the selector of its workload."""
+        owners = (pod.raw.get("metadata") or {}).get("ownerReferences") or []
+        selector = self.controllers.default_selector(
+            pod.namespace, pod.labels, [o for o in owners if isinstance(o, dict)]
+        )
+        return compile_pod(pod, selector)
+
+    def _namespace_changed(self, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        name = meta.get("name")
+        if isinstance(name, str) and isinstance(labels, dict):
+            self.cache.snapshot.upsert_namespace(name, {str(k): str(v) for k, v in labels.items()})
+
+    def _namespace_deleted(self, obj: Obj) -> None:
+        name = (obj.get("metadata") or {}).get("name")
+        if isinstance(name, str):
+            self.cache.snapshot.remove_namespace(name)
+
+    def _controller_changed(self, kind: str, obj: Obj) -> None:
+        before = self.controllers.generation
+        self.controllers.upsert(kind, obj)
+        if self.controllers.generation != before:
+            self._recompile_pending()
+
+    def _controller_updated(self, kind: str, old: Obj, new: Obj) -> None:
+        self._controller_changed(kind, new)
+
+    def _controller_deleted(self, kind: str, obj: Obj) -> None:
+        before = self.controllers.generation
+        self.controllers.delete(kind, obj)
+        if self.controllers.generation != before:
+            self._recompile_pending()
+
+    def _recompile_pending(self) -> None:
+        """A workload selector changed: pending pods' default spreading may differ."""
+        for info in self.queue.infos():
+            info.compiled = self.compile(info.pod)
+
     def _pod_added(self, obj: Obj) -> None:
         pod = self._parse_pod(obj)
         if pod is not None:
@@ -297,7 +362,7 @@ class Scheduler:
         if self.handles(pod.scheduler_name):
             if self.cache.is_assumed(pod.uid):
                 return  # our own binding is in flight
-            self.queue.add(pod)
+            self.queue.add(pod, self.compile(pod))
         else:
             self._unclaimed[pod.uid] = pod.scheduler_name
             if pod.scheduler_name not in self._unclaimed_warned:
@@ -405,6 +470,10 @@ class Scheduler:
     async def start(self) -> None:
         """Start the informers and wait until both caches are synced."""
         loop = asyncio.get_running_loop()
+        for inf in self.aux_informers:
+            self._tasks.append(loop.create_task(inf.run()))
+        for inf in self.aux_informers:
+            await inf.synced.wait()
         self._tasks.append(loop.create_task(self.node_informer.run()))
         await self.node_informer.synced.wait()
         self._tasks.append(loop.create_task(self.pod_informer.run()))

@@ -6,12 +6,15 @@ attempt and by the cache, until an update brings a new object.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ksched._core import CompiledPod
 from ksched.api.pod import Pod
 
 
-def compile_pod(pod: Pod) -> CompiledPod:
-    """The kernel-side form of ``pod``."""
+def compile_pod(pod: Pod, default_spread_selector: dict[str, Any] | None = None) -> CompiledPod:
+    """The kernel-side form of ``pod``. ``default_spread_selector`` is the selector of the
+    Services/controllers the pod belongs to (:mod:`ksched.backend.controllers`)."""
     return CompiledPod(
         pod.uid,
         pod.namespace,
@@ -29,4 +32,5 @@ def compile_pod(pod: Pod) -> CompiledPod:
         images=pod.images,
         topology_spread_constraints=pod.topology_spread_constraints,
         deleting=pod.deletion_timestamp is not None,
+        default_spread_selector=default_spread_selector,
     )

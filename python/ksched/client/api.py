@@ -48,7 +48,16 @@ POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 #: client-go's pager page size.
 PAGE_SIZE = 500
 
-_PATHS: dict[str, str] = {"pods": "/api/v1/pods", "nodes": "/api/v1/nodes"}
+_PATHS: dict[str, str] = {
+    "pods": "/api/v1/pods",
+    "nodes": "/api/v1/nodes",
+    "namespaces": "/api/v1/namespaces",
+    "services": "/api/v1/services",
+    "replicationcontrollers": "/api/v1/replicationcontrollers",
+    "replicasets": "/apis/apps/v1/replicasets",
+    "statefulsets": "/apis/apps/v1/statefulsets",
+    "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",
+}
 
 # retry.DefaultBackoff: 4 steps from 10ms, factor 5, jitter 0.1.
 _PATCH_BACKOFF = (0.01, 0.05, 0.25, 1.25)

@@ -18,7 +18,7 @@ import asyncio
 import itertools
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, get_args
 
 from ksched.cluster import Conflict, Gone, Kind, ListResult, NotFound, WatchEvent
 
@@ -53,7 +53,7 @@ class InMemoryCluster:
         max_events: int = 100_000,
     ) -> None:
         self._rv = 0
-        self._objects: dict[Kind, dict[str, Obj]] = {"pods": {}, "nodes": {}}
+        self._objects: dict[Kind, dict[str, Obj]] = {k: {} for k in get_args(Kind)}
         self._history: deque[tuple[int, Kind, WatchEvent]] = deque(maxlen=_HISTORY)
         self._watchers: list[_Watcher] = []
         self._uids = itertools.count(1)

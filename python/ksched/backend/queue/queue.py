@@ -265,6 +265,14 @@ class SchedulingQueue:
     def __len__(self) -> int:
         return len(self._active_uids) + len(self._backoff_uids) + len(self._unschedulable)
 
+    def infos(self) -> list[QueuedPodInfo]:
+        """Every pod waiting in activeQ, backoffQ or unschedulablePods (not in flight)."""
+        return [
+            *self._active_uids.values(),
+            *self._backoff_uids.values(),
+            *self._unschedulable.values(),
+        ]
+
     def has(self, uid: str) -> bool:
         return (
             uid in self._active_uids
