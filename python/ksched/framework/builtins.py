@@ -15,9 +15,9 @@ from ksched.api.pod import Pod
 from ksched.backend.queue.cluster_event import ClusterEventWithHint
 from ksched.backend.queue.queue import QueuedPodInfo, priority_sort_key
 from ksched.cluster import APIError
-from ksched.framework.builtin_events import scheduling_gates_events
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.status import Code, Status
+from ksched.plugins.scheduling_gates import events_to_register as scheduling_gates_events
 
 if TYPE_CHECKING:
     from ksched.cluster import ClusterAPI
