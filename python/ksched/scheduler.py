@@ -398,7 +398,16 @@ class Scheduler:
             queue.move_all_to_active_or_backoff(event, old, pod)
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
-        if (new.get("spec") or {}).get("nodeName"):
+        node = (new.get("spec") or {}).get("nodeName")
+        if (
+            node
+            and not (old.get("spec") or {}).get("nodeName")
+            and not self.queue.wants_events()
+            and self.cache.confirm_assumed(str((new.get("metadata") or {}).get("uid") or ""), node)
+        ):
+            # Our own binding, confirmed; no pending pod could care (fast path).
+            return
+        if node:
             pod = self._parse_pod(new)
             if pod is None:
                 return

@@ -46,3 +46,34 @@ def test_node_update_keeps_the_pods_accounted() -> None:
     cache.upsert_node(parsed_node("n1", cpu="8"))
     assert cache.snapshot.allocatable("n1", "cpu") == 8000
     assert cache.snapshot.requested("n1", "cpu") == 1000
+
+
+def test_a_terminating_pod_stops_counting_for_spreading() -> None:
+    from ksched.framework.profile import default_profile
+
+    cache = Cache(seed=1)
+    for name, zone in (("n1", "a"), ("n2", "b")):
+        cache.upsert_node(parsed_node(name, labels={"topology.kubernetes.io/zone": zone}))
+    cache.add_pod(parsed_pod("p", node_name="n1", labels={"app": "x"}))
+    spread = {
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "x"}},
+            }
+        ]
+    }
+    incoming = compile_pod(parsed_pod("new", labels={"app": "x"}, extra_spec=spread))
+    profile = default_profile().kernels
+
+    def feasible() -> set[str]:
+        rows = cache.snapshot.explain(incoming, profile)
+        return {r["node"] for r in rows if r["status"] is None}
+
+    assert feasible() == {"n2"}
+    terminating = parsed_pod("p", node_name="n1", labels={"app": "x"})
+    terminating.deletion_timestamp = "2026-01-01T00:00:00Z"
+    cache.add_pod(terminating)
+    assert feasible() == {"n1", "n2"}

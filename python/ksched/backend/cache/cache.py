@@ -75,6 +75,9 @@ class Cache:
             and cached.node_name == pod.node_name
             and cached.pod.requests == pod.requests
             and cached.pod.labels == pod.labels
+            and cached.pod.affinity == pod.affinity
+            and cached.pod.host_ports == pod.host_ports
+            and (cached.pod.deletion_timestamp is None) == (pod.deletion_timestamp is None)
         ):
             cached.pod = pod
             return
@@ -82,6 +85,17 @@ class Cache:
             compiled = compile_pod(pod)
         self.snapshot.add_pod(compiled, pod.node_name)
         self._pods[pod.uid] = _CachedPod(pod, compiled, pod.node_name, assumed=False)
+
+    def confirm_assumed(self, uid: str, node_name: str) -> bool:
+        """The API server bound a pod this scheduler assumed on ``node_name``: confirm it
+        without re-parsing the object (the assumed pod's spec is the bound pod's).
+        Returns False when the pod is not assumed there (the caller then parses)."""
+        cached = self._pods.get(uid)
+        if cached is None or not cached.assumed or cached.node_name != node_name:
+            return False
+        self.snapshot.confirm(uid, node_name)
+        cached.assumed = False
+        return True
 
     def remove_pod(self, uid: str) -> bool:
         cached = self._pods.pop(uid, None)
