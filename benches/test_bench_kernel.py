@@ -51,6 +51,18 @@ def test_kernel_one_pod(benchmark, nodes: int) -> None:  # type: ignore[no-untyp
     assert result.node is not None
 
 
+def test_kernel_resource_profile_5000(benchmark) -> None:  # type: ignore[no-untyped-def]
+    """Issue 2's kernel target: NodeUnschedulable, NodeName and NodeResourcesFit with
+    LeastAllocated, one resource-only pod, 5,000 nodes."""
+    snap = _snapshot(5000)
+    profile = default_profile(
+        filters=("NodeUnschedulable", "NodeName", "NodeResourcesFit"),
+        scores=(("NodeResourcesFit", 1),),
+    ).kernels
+    result = benchmark(snap.schedule, POD, profile)
+    assert result.node is not None
+
+
 def test_kernel_all_nodes_scored_5000(benchmark) -> None:  # type: ignore[no-untyped-def]
     snap = _snapshot(5000)
     profile = default_profile(percentage_of_nodes_to_score=100).kernels
