@@ -121,7 +121,7 @@ def default_plugins(gates: FeatureGates = DEFAULT_FEATURE_GATES) -> Plugins:
         # Before DefaultPreemption: deallocating an idle ResourceClaim in PostFilter is
         # better than evicting a pod that may be doing useful work.
         at = next(i for i, p in enumerate(enabled) if p.name == names.DEFAULT_PREEMPTION)
-        enabled.insert(at, Plugin(names.DYNAMIC_RESOURCES))
+        enabled.insert(at, Plugin(names.DYNAMIC_RESOURCES, 2))
     if gates.node_declared_features:
         enabled.append(Plugin(names.NODE_DECLARED_FEATURES))
     if gates.generic_workload:

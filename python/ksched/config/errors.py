@@ -13,9 +13,8 @@ through the same :class:`FieldError` so that one :class:`ConfigError` can carry 
 problem found in a file; their text follows apimachinery's strict decoder
 (``unknown field "profiles[0].foo"``).
 
-Values are printed the way Go's ``%v``/``%q``/``%#v`` would print them in the
-upstream message; :func:`go_value` is an approximation good enough for the scalar
-values almost every message carries.
+Bad values are printed as apimachinery v0.36 prints them: ``%v`` for numbers and
+booleans, ``%q`` for strings, ``json.Marshal`` for anything else (:func:`go_json`).
 """
 
 from __future__ import annotations
@@ -25,6 +24,8 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
+
+from ksched.config.duration import Duration
 
 __all__ = [
     "DUPLICATE",
@@ -41,7 +42,7 @@ __all__ = [
     "aggregate_message",
     "duplicate",
     "forbidden",
-    "go_value",
+    "go_json",
     "invalid",
     "not_supported",
     "required",
@@ -81,61 +82,75 @@ def _camel(name: str) -> str:
     return head[:1].upper() + head[1:] + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
-def go_value(value: Any) -> str:
-    """Render ``value`` like Go's ``%#v`` would for the upstream type (approximately)."""
+def _json_string(s: str) -> str:
+    # encoding/json escapes HTML-sensitive characters and the JS line separators.
+    out = json.dumps(s, ensure_ascii=False)
+    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        out = out.replace(ch, esc)
+    return out.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+_GO_NUMBERS: Final = frozenset({"int32", "int64", "float32", "float64"})
+
+
+def go_json(value: Any) -> str:
+    """Render ``value`` like Go's ``json.Marshal`` of the upstream value would.
+
+    apimachinery (v0.36) prints a non-scalar bad value as JSON.  The values are the
+    scheduler's *internal* config types, which have no JSON tags: fields print under
+    their Go names (``{"Name":"PrioritySort","Weight":0}``), unset numbers as 0 (the
+    internal types hold values, not pointers), empty lists as ``null`` (nil slices).
+    ``metav1.Duration`` prints as its string; a ``*field.Path`` (:class:`PathValue`)
+    has no exported fields and prints as ``{}``.  Plain dicts keep their order.
+    """
+    if isinstance(value, PathValue):
+        return "{}"
     if value is None:
-        return "nil"
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, str):
-        return _go_quote(value)
     if isinstance(value, float):
         return str(int(value)) if value.is_integer() else repr(value)
     if isinstance(value, int):
         return str(value)
+    if isinstance(value, str):
+        return _json_string(value)
+    if isinstance(value, Duration):
+        return _json_string(str(value))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        if hasattr(value, "__str__") and type(value).__str__ is not object.__str__:
-            return str(value)
-        parts = [
-            f"{_camel(f.name)}:{go_value(getattr(value, f.name))}"
-            for f in dataclasses.fields(value)
-        ]
-        return f"config.{type(value).__name__}{{{', '.join(parts)}}}"
+        parts = []
+        for f in dataclasses.fields(value):
+            v = getattr(value, f.name)
+            if v is None and f.metadata.get("go") in _GO_NUMBERS:
+                v = 0
+            parts.append(f"{_json_string(_camel(f.name))}:{go_json(v)}")
+        return "{" + ",".join(parts) + "}"
     if isinstance(value, list | tuple):
         if not value:
-            return "nil"
-        elem = value[0]
-        tname = (
-            f"config.{type(elem).__name__}"
-            if dataclasses.is_dataclass(elem)
-            else type(elem).__name__
-        )
-        return f"[]{tname}{{{', '.join(go_value(v) for v in value)}}}"
+            return "null"
+        return "[" + ",".join(go_json(v) for v in value) + "]"
     if isinstance(value, dict):
-        inner = ", ".join(f"{_go_quote(str(k))}:{go_value(v)}" for k, v in value.items())
-        return f"map[string]interface {{}}{{{inner}}}"
-    return str(value)
+        return (
+            "{" + ",".join(f"{_json_string(str(k))}:{go_json(v)}" for k, v in value.items()) + "}"
+        )
+    return _json_string(str(value))
 
 
 class PathValue(str):
-    """A field path used as a bad value (``field.Duplicate``); printed unquoted."""
+    """A ``*field.Path`` used as a bad value (``field.Duplicate``): Go prints ``{}``."""
 
     __slots__ = ()
 
 
 def _simple_value(value: Any) -> str:
-    """Go's ErrorBody: %v for numbers/bools, %q for strings, String() for Stringers."""
-    if isinstance(value, PathValue):
-        return str.__str__(value)
-    if value is None:
-        return "null"
+    """Go's ErrorBody: %v for numbers/bools, %q for strings, JSON for anything else."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
-        return go_value(value)
-    if isinstance(value, str):
+        return go_json(value)
+    if isinstance(value, str) and not isinstance(value, PathValue):
         return _go_quote(value)
-    return go_value(value)
+    return go_json(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,8 +31,9 @@ import yaml
 from ksched.config import errors as ferr
 from ksched.config.decode import StrictDict, decode_config
 from ksched.config.defaults import DEFAULT_FEATURE_GATES, FeatureGates, plugin_names, set_defaults
+from ksched.config.duration import Duration
 from ksched.config.errors import ConfigError, FieldError
-from ksched.config.types import API_VERSION, KIND, KubeSchedulerConfiguration
+from ksched.config.types import API_VERSION, KIND, KubeSchedulerConfiguration, NodeResourcesFitArgs
 from ksched.config.validation import validate
 
 __all__ = [
@@ -46,6 +47,9 @@ __all__ = [
 ]
 
 GROUP: Final = "kubescheduler.config.k8s.io"
+
+#: ``DefaultExtenderTimeout`` (pkg/scheduler/extender.go).
+DEFAULT_EXTENDER_TIMEOUT: Final = Duration.seconds(5)
 
 #: Config API versions that kube-scheduler no longer serves, and when they went.
 REMOVED_VERSIONS: Final[Mapping[str, str]] = {
@@ -205,6 +209,7 @@ def effective_config(cfg: KubeSchedulerConfiguration) -> KubeSchedulerConfigurat
     internal type become ``false``.
     """
     out = copy.deepcopy(cfg)
+    _apply_extenders(out)
     if out.enable_profiling is None:
         out.enable_profiling = False
     if out.enable_contention_profiling is None:
@@ -217,6 +222,25 @@ def effective_config(cfg: KubeSchedulerConfiguration) -> KubeSchedulerConfigurat
             (pc for pc in prof.plugin_config if pc.name in needed), key=lambda pc: pc.name
         )
     return out
+
+
+def _apply_extenders(cfg: KubeSchedulerConfiguration) -> None:
+    """What kube-scheduler's ``buildExtenders`` writes back into the config it then
+    prints: an unset ``httpTimeout`` becomes 5s (``NewHTTPExtender``), and the
+    resources extenders mark ``ignoredByScheduler`` replace every profile's
+    NodeResourcesFit ``ignoredResources``."""
+    ignored: list[str] = []
+    for ext in cfg.extenders:
+        if ext.http_timeout.nanoseconds == 0:
+            ext.http_timeout = DEFAULT_EXTENDER_TIMEOUT
+        ignored += [r.name for r in ext.managed_resources if r.ignored_by_scheduler]
+    if not ignored:
+        return
+    for prof in cfg.profiles:
+        for pc in prof.plugin_config:
+            if isinstance(pc.args, NodeResourcesFitArgs):
+                pc.args.ignored_resources = list(ignored)
+                break
 
 
 class _Dumper(yaml.SafeDumper):

@@ -96,7 +96,7 @@ def _qualified_name_errors(value: str) -> list[str]:
                 errs.append(_DNS1123_ERR)
     else:
         return [
-            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', "
+            "a valid label key must consist of alphanumeric characters, '-', '_' or '.', "
             "and must start and end with an alphanumeric character (e.g. 'MyName',  or "
             "'my.name',  or '123-abc', regex used for validation is "
             "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain "
@@ -106,7 +106,7 @@ def _qualified_name_errors(value: str) -> list[str]:
         errs.append("name part must be non-empty")
     elif len(name) > 63:
         errs.append("name part must be no more than 63 bytes")
-    if name and not _QUALIFIED_NAME.match(name):
+    if not _QUALIFIED_NAME.match(name):
         errs.append(_QNAME_ERR)
     return errs
 
@@ -147,9 +147,7 @@ def _validate_leader_election(cfg: KubeSchedulerConfiguration) -> list[FieldErro
         # Upstream reports renewDeadline's value at the leaseDuration path.
         errs.append(
             ferr.invalid(
-                f"{p}.leaseDuration",
-                le.renew_deadline,
-                "LeaseDuration must be greater than RenewDeadline",
+                f"{p}.leaseDuration", le.renew_deadline, "must be greater than `RenewDeadline`"
             )
         )
     if le.renew_deadline.nanoseconds <= _JITTER_FACTOR * le.retry_period.nanoseconds:
@@ -162,15 +160,11 @@ def _validate_leader_election(cfg: KubeSchedulerConfiguration) -> list[FieldErro
             )
         )
     if not le.resource_lock:
-        errs.append(ferr.invalid(f"{p}.resourceLock", le.resource_lock, "resourceLock is required"))
+        errs.append(ferr.required(f"{p}.resourceLock"))
     if not le.resource_namespace:
-        errs.append(
-            ferr.invalid(
-                f"{p}.resourceNamespace", le.resource_namespace, "resourceNamespace is required"
-            )
-        )
+        errs.append(ferr.required(f"{p}.resourceNamespace"))
     if not le.resource_name:
-        errs.append(ferr.invalid(f"{p}.resourceName", le.resource_name, "resourceName is required"))
+        errs.append(ferr.required(f"{p}.resourceName"))
     return errs
 
 
@@ -273,6 +267,10 @@ def _validate_profile(
 
 def _removed_detail(name: str) -> str:
     version, _release = names.REMOVED_PLUGINS[name]
+    if version == API_VERSION:
+        # Upstream's list names core/v1's SchemeGroupVersion (validation.go imports
+        # k8s.io/api/core/v1 as v1), so kube-scheduler v1.36 prints "v1" here.
+        version = "v1"
     return (
         f'was invalid in version "{version}" '
         f'(KubeSchedulerConfiguration is version "{API_VERSION}")'
@@ -374,9 +372,7 @@ def _validate_common_queue_sort(profiles: list[KubeSchedulerProfile]) -> list[Fi
         if _plugin_set_key(canon) != _plugin_set_key(curr):
             errs.append(
                 ferr.invalid(
-                    f"profiles[{i}].plugins.queueSort",
-                    curr,
-                    "queueSort must be the same for all profiles",
+                    f"profiles[{i}].plugins.queueSort", curr, "must be the same for all profiles"
                 )
             )
         for pc in prof.plugin_config:
@@ -584,9 +580,34 @@ def _v_balanced_allocation(path: str, a: NodeResourcesBalancedAllocationArgs) ->
 
 
 _NODE_SELECTOR_OPS: Final = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_FIELD_SELECTOR_OPS: Final = ("In", "NotIn")
+_LABEL_VALUE: Final = re.compile(f"^(({_QNAME_CHAR}{_QNAME_EXT}*)?{_QNAME_CHAR})?$")
+_LABEL_VALUE_ERR: Final = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', "
+    "'_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  "
+    "or 'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+_INT64: Final = re.compile(r"^[+-]?[0-9]+$")
+
+
+def _label_value_errors(value: str) -> list[str]:
+    """``content.IsLabelValue``."""
+    errs: list[str] = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 bytes")
+    if not _LABEL_VALUE.match(value):
+        errs.append(_LABEL_VALUE_ERR)
+    return errs
+
+
+def _is_int64(value: str) -> bool:
+    return bool(_INT64.match(value)) and -(1 << 63) <= int(value) < (1 << 63)
 
 
 def _v_selector_requirements(path: str, reqs: Any) -> list[FieldError]:
+    """component-helpers ``nodeSelectorRequirementsAsSelector`` and apimachinery's
+    ``labels.NewRequirement``: one message per key or value, parts joined by "; "."""
     errs: list[FieldError] = []
     for k, req in enumerate(reqs or []):
         rpath = f"{path}[{k}]"
@@ -594,69 +615,88 @@ def _v_selector_requirements(path: str, reqs: Any) -> list[FieldError]:
             errs.append(ferr.invalid(rpath, req, "must be an object"))
             continue
         op = req.get("operator", "")
-        values = req.get("values") or []
+        if op not in _NODE_SELECTOR_OPS:
+            errs.append(ferr.not_supported(f"{rpath}.operator", op, list(_NODE_SELECTOR_OPS)))
+            continue
         key = str(req.get("key", ""))
-        errs += _label_name_errors(f"{rpath}.key", key)
+        values = [str(v) for v in req.get("values") or []]
+        if msgs := _qualified_name_errors(key):
+            errs.append(ferr.invalid(f"{rpath}.key", key, "; ".join(msgs)))
+        vpath = f"{rpath}.values"
         if op in ("In", "NotIn"):
             if not values:
                 errs.append(
-                    ferr.required(
-                        f"{rpath}.values", "must be specified when `operator` is 'In' or 'NotIn'"
+                    ferr.invalid(
+                        vpath, values, "for 'in', 'notin' operators, values set can't be empty"
                     )
                 )
         elif op in ("Exists", "DoesNotExist"):
             if values:
                 errs.append(
-                    ferr.forbidden(
-                        f"{rpath}.values",
-                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                    ferr.invalid(
+                        vpath, values, "values set must be empty for exists and does not exist"
                     )
                 )
-        elif op in ("Gt", "Lt"):
+        else:
             if len(values) != 1:
                 errs.append(
-                    ferr.required(
-                        f"{rpath}.values",
-                        "must be specified single value when `operator` is 'Lt' or 'Gt'",
+                    ferr.invalid(
+                        vpath, values, "for 'Gt', 'Lt' operators, exactly one value is required"
                     )
                 )
-            else:
-                try:
-                    int(str(values[0]))
-                except ValueError:
-                    errs.append(ferr.invalid(f"{rpath}.values[0]", values[0], "must be an integer"))
-        else:
-            errs.append(ferr.not_supported(f"{rpath}.operator", op, list(_NODE_SELECTOR_OPS)))
+            for i, v in enumerate(values):
+                if not _is_int64(v):
+                    errs.append(
+                        ferr.invalid(
+                            f"{vpath}[{i}]",
+                            v,
+                            "for 'Gt', 'Lt' operators, the value must be an integer",
+                        )
+                    )
+        for i, v in enumerate(values):
+            if msgs := _label_value_errors(v):
+                errs.append(ferr.invalid(f"{vpath}[{i}][{key}]", v, "; ".join(msgs)))
+    return errs
+
+
+def _v_field_requirements(path: str, reqs: Any) -> list[FieldError]:
+    """component-helpers ``nodeSelectorRequirementsAsFieldSelector``."""
+    errs: list[FieldError] = []
+    for k, req in enumerate(reqs or []):
+        rpath = f"{path}[{k}]"
+        if not isinstance(req, dict):
+            errs.append(ferr.invalid(rpath, req, "must be an object"))
+            continue
+        op = req.get("operator", "")
+        values = [str(v) for v in req.get("values") or []]
+        if op not in _FIELD_SELECTOR_OPS:
+            errs.append(ferr.not_supported(f"{rpath}.operator", op, list(_FIELD_SELECTOR_OPS)))
+        elif len(values) != 1:
+            errs.append(ferr.invalid(f"{rpath}.values", values, "must have one element"))
     return errs
 
 
 def _v_node_selector_term(path: str, term: Any) -> list[FieldError]:
     if not isinstance(term, dict):
         return [ferr.invalid(path, term, "must be an object")]
-    errs = _v_selector_requirements(f"{path}.matchExpressions", term.get("matchExpressions"))
-    for k, req in enumerate(term.get("matchFields") or []):
-        rpath = f"{path}.matchFields[{k}]"
-        if not isinstance(req, dict):
-            continue
-        if req.get("key") != "metadata.name":
-            errs.append(
-                ferr.invalid(f"{rpath}.key", req.get("key"), "not a valid field selector key")
-            )
-        op, values = req.get("operator"), req.get("values") or []
-        if op not in ("In", "NotIn"):
-            errs.append(ferr.invalid(f"{rpath}.operator", op, "not a valid selector operator"))
-        elif len(values) != 1:
-            errs.append(
-                ferr.required(
-                    f"{rpath}.values",
-                    "must be only one value when `operator` is 'In' or 'NotIn' "
-                    "for node field selector",
-                )
-            )
+    errs: list[FieldError] = []
+    if term.get("matchExpressions"):
+        errs += _v_selector_requirements(f"{path}.matchExpressions", term["matchExpressions"])
+    if term.get("matchFields"):
+        errs += _v_field_requirements(f"{path}.matchFields", term["matchFields"])
     return errs
 
 
+def _is_empty_term(term: Any) -> bool:
+    return (
+        isinstance(term, dict) and not term.get("matchExpressions") and not term.get("matchFields")
+    )
+
+
 def _v_node_affinity(path: str, a: NodeAffinityArgs) -> list[FieldError]:
+    """``ValidateNodeAffinityArgs``: parse the selectors as the plugin will
+    (``nodeaffinity.NewNodeSelector``, ``NewPreferredSchedulingTerms``); empty terms and
+    zero-weight preferred terms are skipped, as there."""
     aff = a.added_affinity
     if not aff:
         return []
@@ -665,12 +705,18 @@ def _v_node_affinity(path: str, a: NodeAffinityArgs) -> list[FieldError]:
     rpath = f"{path}.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution"
     if isinstance(req, dict):
         for j, term in enumerate(req.get("nodeSelectorTerms") or []):
-            errs += _v_node_selector_term(f"{rpath}.nodeSelectorTerms[{j}]", term)
+            if not _is_empty_term(term):
+                errs += _v_node_selector_term(f"{rpath}.nodeSelectorTerms[{j}]", term)
     pref = aff.get("preferredDuringSchedulingIgnoredDuringExecution") or []
     ppath = f"{path}.addedAffinity.preferredDuringSchedulingIgnoredDuringExecution"
     for j, item in enumerate(pref):
-        if isinstance(item, dict):
-            errs += _v_node_selector_term(f"{ppath}[{j}].preference", item.get("preference") or {})
+        if not isinstance(item, dict):
+            continue
+        term = item.get("preference") or {}
+        if not item.get("weight") or _is_empty_term(term):
+            continue
+        # Upstream's path omits ".preference" (newNodeSelectorTerm gets the item's path).
+        errs += _v_node_selector_term(f"{ppath}[{j}]", term)
     return errs
 
 
@@ -709,23 +755,25 @@ def _v_node_resources_fit(path: str, a: NodeResourcesFitArgs) -> list[FieldError
             errs.append(ferr.invalid(gpath, group, "resource group name can't contain '/'"))
         errs += _label_name_errors(gpath, group)
     s = a.scoring_strategy
-    if s is not None:
-        spath = f"{path}.scoringStrategy"
-        if s.type not in _SUPPORTED_SCORING_STRATEGIES:
+    spath = f"{path}.scoringStrategy"
+    if s is None:
+        errs.append(ferr.required(spath, "ScoringStrategy field is required"))
+        return errs
+    if s.type not in _SUPPORTED_SCORING_STRATEGIES:
+        errs.append(
+            ferr.not_supported(f"{spath}.type", s.type, list(_SUPPORTED_SCORING_STRATEGIES))
+        )
+    errs += _validate_resources(f"{spath}.resources", s.resources)
+    rpath = f"{spath}.requestedToCapacityRatio"
+    if s.type == "RequestedToCapacityRatio":
+        if s.requested_to_capacity_ratio is None:
             errs.append(
-                ferr.not_supported(f"{spath}.type", s.type, list(_SUPPORTED_SCORING_STRATEGIES))
+                ferr.required(rpath, "must be specified when type is RequestedToCapacityRatio")
             )
-        errs += _validate_resources(f"{spath}.resources", s.resources)
-        if s.requested_to_capacity_ratio is not None:
-            # Upstream validates the shape at scoringStrategy.shape (sic).
-            errs += _validate_function_shape(f"{spath}.shape", s.requested_to_capacity_ratio.shape)
-        elif s.type == "RequestedToCapacityRatio":
-            errs.append(
-                ferr.required(
-                    f"{spath}.requestedToCapacityRatio",
-                    "required for the RequestedToCapacityRatio strategy",
-                )
-            )
+        else:
+            errs += _validate_function_shape(f"{rpath}.shape", s.requested_to_capacity_ratio.shape)
+    elif s.requested_to_capacity_ratio is not None:
+        errs.append(ferr.forbidden(rpath, "must be nil when type is not RequestedToCapacityRatio"))
     return errs
 
 

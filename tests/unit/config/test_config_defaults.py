@@ -58,7 +58,7 @@ def test_v136_default_multipoint_order_and_weights() -> None:
         ("VolumeZone", None),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
-        ("DynamicResources", None),
+        ("DynamicResources", 2),  # default_plugins.go applyDynamicResources
         ("DefaultPreemption", None),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),

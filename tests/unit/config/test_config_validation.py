@@ -98,15 +98,15 @@ def test_qps_zero_takes_the_scheduler_default() -> None:
         pytest.param(
             "leaderElection:\n  leaseDuration: 10s\n  renewDeadline: 10s\n",
             [
-                "leaderElection.leaseDuration: Invalid value: 10s: "
-                "LeaseDuration must be greater than RenewDeadline"
+                'leaderElection.leaseDuration: Invalid value: "10s": '
+                "must be greater than `RenewDeadline`"
             ],
             id="lease-duration-not-greater-than-renew-deadline",
         ),
         pytest.param(
             "leaderElection:\n  renewDeadline: 2s\n  retryPeriod: 2s\n",
             [
-                "leaderElection.renewDeadline: Invalid value: 2s: "
+                'leaderElection.renewDeadline: Invalid value: "2s": '
                 "renewDeadline must be greater than retryPeriod*JitterFactor"
             ],
             id="renew-deadline-not-greater-than-retry-period-jitter",
@@ -114,15 +114,15 @@ def test_qps_zero_takes_the_scheduler_default() -> None:
         pytest.param(
             "leaderElection:\n  leaseDuration: -1s\n",
             [
-                "leaderElection.leaseDuration: Invalid value: -1s: must be greater than zero",
-                "leaderElection.leaseDuration: Invalid value: 10s: "
-                "LeaseDuration must be greater than RenewDeadline",
+                'leaderElection.leaseDuration: Invalid value: "-1s": must be greater than zero',
+                'leaderElection.leaseDuration: Invalid value: "10s": '
+                "must be greater than `RenewDeadline`",
             ],
             id="negative-lease-duration",
         ),
         pytest.param(
             "leaderElection:\n  retryPeriod: -2s\n",
-            ["leaderElection.retryPeriod: Invalid value: -2s: must be greater than zero"],
+            ['leaderElection.retryPeriod: Invalid value: "-2s": must be greater than zero'],
             id="negative-retry-period",
         ),
     ],
@@ -147,9 +147,9 @@ def test_no_profiles_after_defaulting_is_impossible_but_validated() -> None:
 
 def test_duplicate_scheduler_name() -> None:
     body = "profiles:\n- schedulerName: a\n- schedulerName: a\n"
-    assert errors_of(body) == [
-        "profiles[1].schedulerName: Duplicate value: profiles[0].schedulerName"
-    ]
+    # Upstream passes the *field.Path of the first profile as the value, which
+    # encoding/json renders as {}.
+    assert errors_of(body) == ["profiles[1].schedulerName: Duplicate value: {}"]
 
 
 def test_empty_scheduler_name_with_several_profiles() -> None:
@@ -183,10 +183,8 @@ def test_different_queue_sort_plugins() -> None:
           - name: "*"
     """
     assert errors_of(body, extra=["CustomSort"]) == [
-        "profiles[1].plugins.queueSort: Invalid value: config.PluginSet{Enabled:"
-        '[]config.Plugin{config.Plugin{Name:"CustomSort", Weight:nil}}, Disabled:'
-        '[]config.Plugin{config.Plugin{Name:"*", Weight:nil}}}: '
-        "queueSort must be the same for all profiles"
+        'profiles[1].plugins.queueSort: Invalid value: {"Enabled":[{"Name":"CustomSort",'
+        '"Weight":0}],"Disabled":[{"Name":"*","Weight":0}]}: must be the same for all profiles'
     ]
 
 
@@ -291,9 +289,11 @@ def test_out_of_tree_plugin_known_through_registry_hook() -> None:
 )
 def test_removed_plugins(plugin: str, version: str, note: str) -> None:
     body = f"profiles:\n- plugins:\n    filter:\n      enabled:\n      - name: {plugin}\n"
+    # kube-scheduler v1.36 prints core/v1's group version ("v1") for its own list.
+    shown = version if version == "v1" else f"kubescheduler.config.k8s.io/{version}"
     assert errors_of(body) == [
         f'profiles[0].plugins.filter.enabled[0]: Invalid value: "{plugin}": was invalid in version '
-        f'"kubescheduler.config.k8s.io/{version}" (KubeSchedulerConfiguration is version '
+        f'"{shown}" (KubeSchedulerConfiguration is version '
         f'"kubescheduler.config.k8s.io/v1"); {note}'
     ]
 
@@ -399,6 +399,7 @@ def _args(plugin: str, args: str) -> str:
 
 
 P = "profiles[0].pluginConfig[0].args"
+R = f"{P}.scoringStrategy.requestedToCapacityRatio.shape"
 
 
 @pytest.mark.parametrize(
@@ -493,8 +494,8 @@ P = "profiles[0].pluginConfig[0].args"
             "VolumeBinding",
             "{shape: [{utilization: 0, score: 0}]}",
             [
-                f"{P}.shape: Invalid value: []config.UtilizationShapePoint{{config.Utilization"
-                "ShapePoint{Utilization:0, Score:0}}: unexpected field `shape`, remove it or "
+                f'{P}.shape: Invalid value: [{{"Utilization":0,"Score":0}}]: unexpected field '
+                "`shape`, remove it or "
                 "turn on the feature gate StorageCapacityScoring"
             ],
             id="VolumeBinding-shape-without-feature-gate",
@@ -535,19 +536,16 @@ P = "profiles[0].pluginConfig[0].args"
             "{scoringStrategy: {type: RequestedToCapacityRatio, requestedToCapacityRatio:"
             " {shape: [{utilization: 50, score: 11}, {utilization: 10, score: -1}]}}}",
             [
-                f"{P}.scoringStrategy.shape[1].utilization: Invalid value: 10: values must be "
-                "sorted in increasing order",
-                f"{P}.scoringStrategy.shape[0].score: Invalid value: 11: not "
-                f"in valid range [0, 10]",
-                f"{P}.scoringStrategy.shape[1].score: Invalid value: -1: not "
-                f"in valid range [0, 10]",
+                f"{R}[1].utilization: Invalid value: 10: values must be sorted in increasing order",
+                f"{R}[0].score: Invalid value: 11: not in valid range [0, 10]",
+                f"{R}[1].score: Invalid value: -1: not in valid range [0, 10]",
             ],
             id="NodeResourcesFit-bad-shape",
         ),
         pytest.param(
             "NodeResourcesFit",
             "{scoringStrategy: {type: RequestedToCapacityRatio, requestedToCapacityRatio: {}}}",
-            [f"{P}.scoringStrategy.shape: Required value: at least one point must be specified"],
+            [f"{R}: Required value: at least one point must be specified"],
             id="NodeResourcesFit-empty-shape",
         ),
         pytest.param(
@@ -564,13 +562,13 @@ P = "profiles[0].pluginConfig[0].args"
         pytest.param(
             "DynamicResources",
             "{filterTimeout: -1s}",
-            [f"{P}.filterTimeout: Invalid value: -1s: must be zero or positive"],
+            [f'{P}.filterTimeout: Invalid value: "-1s": must be zero or positive'],
             id="DynamicResources-negative-filter-timeout",
         ),
         pytest.param(
             "DynamicResources",
             "{bindingTimeout: 500ms}",
-            [f"{P}.bindingTimeout: Invalid value: 500ms: must be at least 1 second"],
+            [f'{P}.bindingTimeout: Invalid value: "500ms": must be at least 1 second'],
             id="DynamicResources-short-binding-timeout",
         ),
     ],
@@ -629,6 +627,6 @@ def test_all_errors_are_aggregated_in_one_message() -> None:
     ]
     assert str(err) == (
         "test.yaml: [parallelism: Invalid value: 0: should be an integer value greater than zero, "
-        "profiles[1].schedulerName: Duplicate value: profiles[0].schedulerName, "
+        "profiles[1].schedulerName: Duplicate value: {}, "
         "percentageOfNodesToScore: Invalid value: 200: not in valid range [0-100]]"
     )
