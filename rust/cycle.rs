@@ -36,6 +36,7 @@ use crate::pod::CompiledPod;
 use crate::profile::Profile;
 use crate::sample::num_feasible_nodes_to_find;
 use crate::selector::intern_labels;
+use crate::snapshot::anti::TermKind;
 use crate::snapshot::counts::PodPredicate;
 use crate::snapshot::Snapshot;
 
@@ -283,25 +284,21 @@ impl Snapshot {
             ..IpaFilterState::default()
         };
         let own_ns_labels: &[(u32, u32)] = self.namespace_labels(ns).unwrap_or(&[]);
-        for &idx in &self.pods_with_required_anti {
-            let Some(rec) = self.pods[idx as usize].as_ref() else {
-                continue;
-            };
-            if !self.has_node[rec.slot as usize] {
+        for g in self.anti_index.of(TermKind::RequiredAnti) {
+            if !g.term.matches(ns, Some(own_ns_labels), labels) {
                 continue;
             }
-            if let Some(aff) = &rec.affinity {
-                for t in &aff.anti_required {
-                    if t.matches(ns, Some(own_ns_labels), labels) {
-                        let v = self.label(rec.slot, t.topology_key);
-                        add_count(
-                            &mut st.existing_anti_affinity_counts,
-                            t.topology_key,
-                            (v != 0).then_some(v),
-                            1,
-                        );
-                    }
+            for (&slot, &c) in &g.per_slot {
+                if !self.has_node[slot as usize] {
+                    continue;
                 }
+                let v = self.label(slot, g.term.topology_key);
+                add_count(
+                    &mut st.existing_anti_affinity_counts,
+                    g.term.topology_key,
+                    (v != 0).then_some(v),
+                    c,
+                );
             }
         }
         // Matching pods per node come from the count cache; only nodes are walked here.
@@ -580,34 +577,32 @@ impl Snapshot {
                 }
             }
         }
-        // Existing pods' own terms: only pods with affinity carry any.
-        let mut process = |rec: &crate::snapshot::PodRecord| {
-            if !self.has_node[rec.slot as usize] || self.node_labels[rec.slot as usize].is_empty() {
-                return;
+        // Existing pods' own terms, grouped by term: each distinct term is matched once.
+        for (kind, sign) in [
+            (TermKind::RequiredAffinity, 1),
+            (TermKind::PreferredAffinity, 1),
+            (TermKind::PreferredAnti, -1),
+        ] {
+            if kind == TermKind::RequiredAffinity && args.hard_pod_affinity_weight <= 0 {
+                continue;
             }
-            if let Some(aff) = &rec.affinity {
-                if args.hard_pod_affinity_weight > 0 {
-                    for t in &aff.affinity_required {
-                        if t.matches(st.namespace, Some(incoming_ns_labels), &st.labels) {
-                            add(t.topology_key, rec.slot, args.hard_pod_affinity_weight);
-                        }
+            for g in self.anti_index.of(kind) {
+                if !g
+                    .term
+                    .matches(st.namespace, Some(incoming_ns_labels), &st.labels)
+                {
+                    continue;
+                }
+                let weight = if kind == TermKind::RequiredAffinity {
+                    args.hard_pod_affinity_weight
+                } else {
+                    g.weight
+                };
+                for (&slot, &c) in &g.per_slot {
+                    if self.has_node[slot as usize] {
+                        add(g.term.topology_key, slot, sign * weight * c);
                     }
                 }
-                for (w, t) in &aff.affinity_preferred {
-                    if t.matches(st.namespace, Some(incoming_ns_labels), &st.labels) {
-                        add(t.topology_key, rec.slot, *w);
-                    }
-                }
-                for (w, t) in &aff.anti_preferred {
-                    if t.matches(st.namespace, Some(incoming_ns_labels), &st.labels) {
-                        add(t.topology_key, rec.slot, -*w);
-                    }
-                }
-            }
-        };
-        for &idx in &self.pods_with_affinity {
-            if let Some(rec) = self.pods[idx as usize].as_ref() {
-                process(rec);
             }
         }
         if !touched {

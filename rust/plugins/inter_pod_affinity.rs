@@ -289,8 +289,52 @@ impl IpaArgs {
     }
 }
 
-/// `(topology key, value) → count`.
-pub type TopologyCounts = AHashMap<(u32, u32), i64>;
+/// `(topology key, value) → count`, as one dense array over value ids per topology key
+/// (terms use one or two keys; hashing thousands of hostname pairs per attempt was the
+/// hot spot). Entries that return to 0 are gone, as in upstream's map.
+#[derive(Clone, Debug, Default)]
+pub struct TopologyCounts {
+    keys: Vec<(u32, Vec<i64>)>,
+    nonzero: usize,
+}
+
+impl TopologyCounts {
+    #[inline]
+    pub fn get(&self, key: u32, value: u32) -> i64 {
+        for (k, vals) in &self.keys {
+            if *k == key {
+                return vals.get(value as usize).copied().unwrap_or(0);
+            }
+        }
+        0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nonzero == 0
+    }
+
+    fn add(&mut self, key: u32, value: u32, delta: i64) {
+        let i = match self.keys.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                self.keys.push((key, Vec::new()));
+                self.keys.len() - 1
+            }
+        };
+        let vals = &mut self.keys[i].1;
+        if vals.len() <= value as usize {
+            vals.resize(value as usize + 1, 0);
+        }
+        let before = vals[value as usize];
+        let after = before + delta;
+        vals[value as usize] = after;
+        match (before == 0, after == 0) {
+            (true, false) => self.nonzero += 1,
+            (false, true) => self.nonzero -= 1,
+            _ => {}
+        }
+    }
+}
 
 /// Per-pod Filter state.
 #[derive(Clone, Debug, Default)]
@@ -313,11 +357,7 @@ pub struct IpaScoreState {
 
 pub fn add_count(m: &mut TopologyCounts, key: u32, value: Option<u32>, delta: i64) {
     if let Some(v) = value {
-        let e = m.entry((key, v)).or_insert(0);
-        *e += delta;
-        if *e == 0 {
-            m.remove(&(key, v));
-        }
+        m.add(key, v, delta);
     }
 }
 
@@ -337,13 +377,7 @@ pub fn filter(
         for t in &st.terms.affinity_required {
             match node_label(t.topology_key) {
                 Some(v) => {
-                    if st
-                        .affinity_counts
-                        .get(&(t.topology_key, v))
-                        .copied()
-                        .unwrap_or(0)
-                        <= 0
-                    {
+                    if st.affinity_counts.get(t.topology_key, v) <= 0 {
                         pods_exist = false;
                     }
                 }
@@ -359,13 +393,7 @@ pub fn filter(
     if !st.anti_affinity_counts.is_empty() {
         for t in &st.terms.anti_required {
             if let Some(v) = node_label(t.topology_key) {
-                if st
-                    .anti_affinity_counts
-                    .get(&(t.topology_key, v))
-                    .copied()
-                    .unwrap_or(0)
-                    > 0
-                {
+                if st.anti_affinity_counts.get(t.topology_key, v) > 0 {
                     return Some((false, 1));
                 }
             }
@@ -374,13 +402,7 @@ pub fn filter(
     // Existing pods' anti-affinity.
     if !st.existing_anti_affinity_counts.is_empty() {
         for &(k, v) in node_labels {
-            if st
-                .existing_anti_affinity_counts
-                .get(&(k, v))
-                .copied()
-                .unwrap_or(0)
-                > 0
-            {
+            if st.existing_anti_affinity_counts.get(k, v) > 0 {
                 return Some((false, 2));
             }
         }

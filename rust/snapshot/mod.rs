@@ -11,6 +11,7 @@
 //! accounts the pod; it becomes a candidate when the node arrives. A removed node whose
 //! pods are still known stays as such a ghost until its last pod leaves.
 
+pub mod anti;
 pub mod counts;
 pub mod intern;
 pub mod nominated;
@@ -117,6 +118,8 @@ pub struct Snapshot {
     pub count_cache: counts::CountCache,
     /// Pods nominated to nodes by preemption.
     pub nominated: nominated::NominatedPods,
+    /// Existing pods' required anti-affinity terms, grouped.
+    pub anti_index: anti::AntiIndex,
 
     tree: NodeTree,
     pub(crate) order: Vec<u32>,
@@ -171,6 +174,7 @@ impl Snapshot {
             bind_all_ip: 0,
             count_cache: counts::CountCache::default(),
             nominated: nominated::NominatedPods::default(),
+            anti_index: anti::AntiIndex::default(),
             tree: NodeTree::default(),
             order: Vec::new(),
             order_dirty: false,
@@ -471,6 +475,7 @@ impl Snapshot {
         };
         self.update_counts(&rec, 1);
         self.pods[idx as usize] = Some(rec);
+        self.index_anti(idx, 1);
         self.pod_index.insert(pod.uid.clone(), idx);
         self.generation += 1;
     }
@@ -480,6 +485,7 @@ impl Snapshot {
         let Some(idx) = self.pod_index.remove(uid) else {
             return false;
         };
+        self.index_anti(idx, -1);
         let Some(rec) = self.pods[idx as usize].take() else {
             return false;
         };
