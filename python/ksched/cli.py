@@ -1,8 +1,11 @@
 """The ``ksched`` command line.
 
 ``ksched simulate`` runs the whole scheduler on the embedded in-memory cluster and
-reports its figures; later subcommands (``run``, ``validate-config``) follow
-kube-scheduler's flags.
+reports its figures (``--config`` takes the profiles from a KubeSchedulerConfiguration);
+``ksched run`` schedules a real cluster with kube-scheduler's flags; ``ksched
+validate-config FILE`` prints the effective configuration or every error in it.
+Out-of-tree plugins installed under the ``ksched.plugins`` entry points are known to
+all three.
 """
 
 from __future__ import annotations
@@ -28,12 +31,23 @@ def _simulate(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    profiles = None
+    if args.config:
+        from ksched.config import ConfigError
+        from ksched.profiles import ProfileError
+
+        try:
+            profiles = simulate.load_profiles(args.config)
+        except (ConfigError, ProfileError, ValueError) as exc:
+            print(f"ksched simulate: {exc}", file=sys.stderr)
+            return 1
     report = simulate.run(
         nodes=args.nodes,
         pods=args.pods,
         existing_pods=args.existing_pods,
         workload=args.workload,
         seed=args.seed,
+        profiles=profiles,
         progress=(not args.no_progress and sys.stderr.isatty()) or args.progress,
     )
     print(report.format())
@@ -56,6 +70,16 @@ def _run(args: argparse.Namespace) -> int:
     from ksched import run
 
     return run.main(args)
+
+
+def _validate_config(args: argparse.Namespace) -> int:
+    from ksched.config import validate_config_main
+    from ksched.framework.registry import default_registry
+
+    registry = default_registry()
+    return validate_config_main(
+        args.file, extra_plugins=registry.names(), extension_points=registry.extension_points()
+    )
 
 
 def _add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -93,8 +117,23 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--json", help="also write the report as JSON to this file")
     sim.add_argument("--progress", action="store_true", help="progress bar even without a tty")
     sim.add_argument("--no-progress", action="store_true")
+    sim.add_argument(
+        "--config",
+        metavar="FILE",
+        help="KubeSchedulerConfiguration whose profiles schedule the workload "
+        "(its pods use schedulerName default-scheduler)",
+    )
     sim.set_defaults(func=_simulate)
     _add_run_command(sub)
+    check = sub.add_parser(
+        "validate-config",
+        help="print the effective configuration, or every error (exit 1)",
+        description="Load, default and validate a KubeSchedulerConfiguration as "
+        "'ksched run --config' would; print the effective config (what "
+        "--write-config-to writes) or every error.",
+    )
+    check.add_argument("file", metavar="FILE")
+    check.set_defaults(func=_validate_config)
     return parser
 
 

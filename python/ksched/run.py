@@ -16,8 +16,9 @@ Not here yet, and refused rather than faked: leader election (issue 7). With
 1 unless ``--leader-elect=false`` is given. Scheduler extenders are refused too.
 ``clientConnection.contentType`` is ignored: ksched always speaks JSON (no protobuf).
 
-The mapping from a loaded config to kernel profiles lives here for now
-(:func:`profiles_from_config`); it belongs with the framework runtime once that exists.
+Profiles come from :func:`ksched.profiles.build_profiles` (shared with ``ksched
+simulate --config``); the config is validated against the installed out-of-tree plugins
+(the ``ksched.plugins`` entry points) too.
 
 Metrics: ``ksched_unclaimed_pods{scheduler_name}`` — pending pods whose schedulerName no
 profile of this scheduler handles — is collected at scrape time from
@@ -37,24 +38,23 @@ import os
 import signal
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from ksched import _core, aio
+from ksched import aio
 from ksched.config import (
     ConfigError,
-    ExpansionError,
     KubeSchedulerConfiguration,
-    expand_profile_plugins,
     load_config,
     load_config_bytes,
     write_config,
 )
-from ksched.config.types import to_dict
 from ksched.framework.profile import Profile
+from ksched.framework.registry import default_registry
+from ksched.profiles import ProfileError, build_profiles
 from ksched.scheduler import Scheduler
 
 if TYPE_CHECKING:
@@ -75,51 +75,14 @@ class RunError(Exception):
 
 
 def profiles_from_config(cfg: KubeSchedulerConfiguration) -> dict[str, Profile]:
-    """One kernel :class:`Profile` per configured profile, keyed by schedulerName.
-
-    Filter and Score plugins come from the profile's expanded plugin set (multiPoint
-    included, in upstream order, with effective weights); only those this build has
-    kernels for are kept (the others are logged once). ``pluginConfig`` args of the kept
-    plugins are passed in upstream JSON shape; the profile's percentageOfNodesToScore
-    overrides the global one. Raises :class:`RunError` when a profile cannot be built.
-    """
-    profiles: dict[str, Profile] = {}
-    missing: dict[str, set[str]] = {}
-    for prof in cfg.profiles:
-        name = prof.scheduler_name or ""
-        try:
-            points = expand_profile_plugins(prof)
-        except ExpansionError as exc:
-            raise RunError(f"profile {name!r}: {exc}") from exc
-        filters = tuple(p for p, _ in points["filter"] if p in _core.FILTER_PLUGINS)
-        scores = tuple((p, w) for p, w in points["score"] if p in _core.SCORE_PLUGINS)
-        for point in ("filter", "score"):
-            have = _core.FILTER_PLUGINS if point == "filter" else _core.SCORE_PLUGINS
-            for plugin, _ in points[point]:
-                if plugin not in have:
-                    missing.setdefault(plugin, set()).add(name)
-        kept = set(filters) | {p for p, _ in scores}
-        args: dict[str, Mapping[str, Any]] = {}
-        for pc in prof.plugin_config:
-            if pc.name in kept and pc.args is not None:
-                value = to_dict(pc.args)
-                if isinstance(value, dict):
-                    args[pc.name] = value
-        pct = prof.percentage_of_nodes_to_score
-        if pct is None:
-            pct = cfg.percentage_of_nodes_to_score or 0
-        try:
-            profiles[name] = Profile(name, filters, scores, args, pct)
-        except ValueError as exc:
-            raise RunError(f"profile {name!r}: {exc}") from exc
-    if missing:
-        log.warning(
-            "enabled plugins without a kernel in this build do not run: %s",
-            "; ".join(f"{p} ({', '.join(sorted(n))})" for p, n in sorted(missing.items())),
-        )
-    if not profiles:
-        raise RunError("the configuration has no profiles")
-    return profiles
+    """schedulerName → :class:`Profile` for every configured profile, with the installed
+    out-of-tree plugins (:func:`ksched.profiles.build_profiles`, shared with
+    ``ksched simulate --config``). Raises :class:`RunError` when a profile cannot be
+    built."""
+    try:
+        return build_profiles(cfg)
+    except ProfileError as exc:
+        raise RunError(str(exc)) from exc
 
 
 # -------------------------------------------------------------------------- metrics
@@ -165,7 +128,15 @@ class RunOptions:
 
 def resolve_config(opts: RunOptions) -> KubeSchedulerConfiguration:
     """Load the config file (or the defaults) and apply the flags that override it."""
-    cfg = load_config(opts.config) if opts.config else load_config_bytes(_EMPTY_CONFIG)
+    if opts.config:
+        registry = default_registry()
+        cfg = load_config(
+            opts.config,
+            extra_plugins=registry.names(),
+            extension_points=registry.extension_points(),
+        )
+    else:
+        cfg = load_config_bytes(_EMPTY_CONFIG)
     if opts.kubeconfig is not None:
         cfg.client_connection.kubeconfig = opts.kubeconfig
     if opts.leader_elect is not None:

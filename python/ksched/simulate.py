@@ -5,6 +5,10 @@ start the scheduler and wait for its informers to sync, then create the new pods
 measure from the first one created to the last one bound and confirmed through the
 watch. The report gives throughput, attempt latency percentiles, peak RSS and a
 placement summary computed from the snapshot's columns.
+
+``--config FILE`` schedules with the profiles of a KubeSchedulerConfiguration, built
+exactly as ``ksched run`` builds them (:func:`ksched.profiles.build_profiles`,
+out-of-tree plugins included); the workloads' pods use ``default-scheduler``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,10 @@ from typing import Any, TextIO
 import numpy as np
 
 from ksched import aio
-from ksched.framework.profile import Profile, default_profile
+from ksched.config import load_config
+from ksched.framework.profile import DEFAULT_SCHEDULER_NAME, Profile, default_profile
+from ksched.framework.registry import default_registry
+from ksched.profiles import build_profiles
 from ksched.scheduler import Scheduler
 from ksched.sim.cluster import InMemoryCluster
 from ksched.sim.workloads import WORKLOADS
@@ -106,6 +113,25 @@ class _Progress:
             self.show(done)
             self.out.write("\n")
             self.out.flush()
+
+
+def load_profiles(path: str) -> dict[str, Profile]:
+    """The profiles of the config file at ``path``, with the installed plugins.
+
+    Raises :class:`~ksched.config.ConfigError` or :class:`~ksched.profiles.ProfileError`,
+    and ``ValueError`` when no profile handles the workloads' pods.
+    """
+    registry = default_registry()
+    cfg = load_config(
+        path, extra_plugins=registry.names(), extension_points=registry.extension_points()
+    )
+    profiles = build_profiles(cfg, registry)
+    if DEFAULT_SCHEDULER_NAME not in profiles:
+        raise ValueError(
+            f"{path}: no profile handles the workload's pods (schedulerName "
+            f"{DEFAULT_SCHEDULER_NAME}); profiles: {', '.join(profiles)}"
+        )
+    return profiles
 
 
 async def run_simulation(

@@ -60,6 +60,38 @@ volume). A failure unreserves, forgets the pod and requeues it.
 one does not return ``Skip``; the default, DefaultBinder, POSTs the Binding.
 
 **PostBind** ``post_bind(state, pod, node)`` - informational, after a successful bind.
+
+Out-of-tree plugins
+-------------------
+
+A plugin package registers a factory under the ``ksched.plugins`` entry-point group;
+the entry point's name is the plugin's name (see :mod:`ksched.framework.registry`):
+
+.. code-block:: toml
+
+    [project.entry-points."ksched.plugins"]
+    GPUFit = "ksched_gpu_memory:GPUFit"
+
+A profile enables it by that name like any plugin (``multiPoint``, or the extension
+points it implements, with a Score ``weight``), and passes it args through
+``pluginConfig``. The factory is called once per profile that enables the plugin, as
+``factory(args, handle)``: ``args`` is the plugin's ``pluginConfig`` args as a plain
+mapping (``None`` when not configured), ``handle`` the scheduler's :class:`Handle`
+(usable once the scheduler is built, i.e. from ``setup`` on). The plugin runs only
+at the extension points its profile enables it at, in the profile's order, and Score
+weights come from the profile. ``examples/gpu-memory-plugin`` is a complete package.
+
+Upstream differences a plugin author should know:
+
+* there is no ``context.Context``: cancellation is the scheduler's business, and
+  PreBind/Bind are coroutines on the scheduler's event loop;
+* Filter and Score see only nodes that passed every built-in filter (in Rust), and
+  within ``percentageOfNodesToScore`` sampling of the built-in filters;
+* Score returns an ``int``; errors are raised (an exception becomes an ``Error``
+  status naming the plugin); ``normalize_score`` is an optional method of the same
+  plugin rather than a separate ``ScoreExtensions`` object;
+* a plugin is a plain object: ``name`` (a class attribute is enough) and the methods
+  of its extension points, no base class required. The Protocols below type-check it.
 """
 
 from __future__ import annotations
@@ -71,6 +103,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ksched.api.node import Node
 from ksched.api.pod import Pod
 from ksched.backend.queue.cluster_event import (
+    ASSIGNED_POD,
+    NODE,
+    POD,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
@@ -86,6 +121,9 @@ if TYPE_CHECKING:
     from ksched.cluster import ClusterAPI
 
 __all__ = [
+    "ASSIGNED_POD",
+    "NODE",
+    "POD",
     "ActionType",
     "BindPlugin",
     "ClusterEvent",
@@ -111,6 +149,7 @@ __all__ = [
     "QueueingHint",
     "QueueingHintFn",
     "ReservePlugin",
+    "ScoreExtensions",
     "ScorePlugin",
     "Status",
     "WaitingPod",
@@ -159,27 +198,61 @@ class PostFilterResult:
 
 @runtime_checkable
 class Plugin(Protocol):
+    """Every plugin has a name, unique in its profile (upstream ``Plugin.Name``)."""
+
     @property
     def name(self) -> str: ...
 
 
 @runtime_checkable
 class PreEnqueuePlugin(Plugin, Protocol):
+    """Gate a pod before it enters the active or backoff queue.
+
+    Called on every add and update of a pending pod; any non-success status keeps it
+    in unschedulablePods marked as gated, until an event this plugin registered (and
+    its hint) lets it through. Must be cheap and must not call the API server.
+    """
+
     def pre_enqueue(self, pod: Pod) -> Status | None: ...
 
 
 @runtime_checkable
 class QueueSortPlugin(Plugin, Protocol):
+    """Order the active queue: ``less(a, b)`` is true when ``a`` goes first.
+
+    Exactly one QueueSort plugin per scheduler, identical in every profile. An
+    optional ``sort_key(info)`` whose natural order matches ``less`` lets the queue use
+    a heap key instead of pairwise comparisons.
+    """
+
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool: ...
 
 
 @runtime_checkable
 class EnqueueExtensions(Plugin, Protocol):
+    """The cluster events that may make a pod this plugin rejected schedulable.
+
+    Each :class:`ClusterEventWithHint` names a resource and actions (``NODE``,
+    ``ActionType.ADD | ActionType.UPDATE_NODE_LABEL``...) and optionally a queueing
+    hint ``hint(pod, old, new) -> QueueingHint``: ``QUEUE`` to retry the pod,
+    ``QUEUE_SKIP`` when the change cannot help. A plugin that rejects pods and does
+    not implement this is woken by every event (correct, but wasteful).
+    """
+
     def events_to_register(self) -> Sequence[ClusterEventWithHint]: ...
 
 
 @runtime_checkable
 class PreFilterPlugin(Plugin, Protocol):
+    """Once per scheduling attempt, before filtering.
+
+    Compute what Filter needs from the pod once and write it into ``state`` (read it
+    in Filter for every node). Return ``(result, status)``: a :class:`PreFilterResult`
+    narrows the candidate nodes (``None``: all); status ``SKIP`` skips this plugin's
+    Filter for the attempt; ``UNSCHEDULABLE``/``UNSCHEDULABLE_AND_UNRESOLVABLE``
+    rejects the pod on every node.
+    """
+
     def pre_filter(
         self, state: CycleState, pod: Pod
     ) -> tuple[PreFilterResult | None, Status | None]: ...
@@ -187,11 +260,26 @@ class PreFilterPlugin(Plugin, Protocol):
 
 @runtime_checkable
 class FilterPlugin(Plugin, Protocol):
+    """Whether the pod fits ``node``; ``None`` means it does.
+
+    Return ``UNSCHEDULABLE`` (may fit once something changes) or
+    ``UNSCHEDULABLE_AND_UNRESOLVABLE`` (preemption cannot help) with a reason; the
+    reasons of all nodes are counted into the pod's FailedScheduling message. Python
+    Filter plugins see only nodes that passed every built-in filter. Called once per
+    candidate node: keep per-pod work in PreFilter.
+    """
+
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None: ...
 
 
 @runtime_checkable
 class PostFilterPlugin(Plugin, Protocol):
+    """Called only when no node fits, with every node's filter status (preemption).
+
+    Return ``(result, status)``; a success status with a :class:`PostFilterResult`
+    nominates a node for the pod. PostFilter plugins run in order until one succeeds.
+    """
+
     def post_filter(
         self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]: ...
@@ -199,6 +287,12 @@ class PostFilterPlugin(Plugin, Protocol):
 
 @runtime_checkable
 class PreScorePlugin(Plugin, Protocol):
+    """Once per attempt, with the feasible nodes, before scoring.
+
+    Compute per-pod scoring state into ``state``. ``SKIP`` skips this plugin's Score
+    for the attempt; any other non-success status fails the attempt with an error.
+    """
+
     def pre_score(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> Status | None: ...
@@ -206,11 +300,20 @@ class PreScorePlugin(Plugin, Protocol):
 
 @runtime_checkable
 class ScorePlugin(Plugin, Protocol):
+    """Rank a feasible node: an integer, 0-100 after normalization.
+
+    The profile's weight multiplies it before it is added to the built-in plugins'
+    total. Implement :class:`ScoreExtensions` (``normalize_score``) when raw scores are
+    not already in ``[MIN_NODE_SCORE, MAX_NODE_SCORE]``. Raise on error.
+    """
+
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int: ...
 
 
 @runtime_checkable
 class ScoreExtensions(Plugin, Protocol):
+    """Rewrite this plugin's scores of all nodes in place (e.g. scale to 0-100)."""
+
     def normalize_score(
         self, state: CycleState, pod: Pod, scores: list[NodeScore]
     ) -> Status | None: ...
@@ -218,6 +321,13 @@ class ScoreExtensions(Plugin, Protocol):
 
 @runtime_checkable
 class ReservePlugin(Plugin, Protocol):
+    """Claim plugin-side state for the chosen node before the pod is bound.
+
+    The pod is already assumed in the cache. If this or any later step fails, every
+    Reserve plugin's ``unreserve`` runs in reverse order; ``unreserve`` must be
+    idempotent and cannot fail.
+    """
+
     def reserve(self, state: CycleState, pod: Pod, node: str) -> Status | None: ...
 
     def unreserve(self, state: CycleState, pod: Pod, node: str) -> None: ...
@@ -225,21 +335,37 @@ class ReservePlugin(Plugin, Protocol):
 
 @runtime_checkable
 class PermitPlugin(Plugin, Protocol):
+    """Approve, reject or delay the binding: ``(status, timeout_seconds)``.
+
+    ``WAIT`` parks the pod (see :class:`WaitingPod`) until every waiting plugin allows
+    it, one rejects it, or its timeout (at most 15 minutes) rejects it.
+    """
+
     def permit(self, state: CycleState, pod: Pod, node: str) -> tuple[Status | None, float]: ...
 
 
 @runtime_checkable
 class PreBindPlugin(Plugin, Protocol):
+    """Work before binding, in the binding cycle (a coroutine: may await the API).
+
+    A failure unreserves and forgets the pod and sends it back to the queue.
+    """
+
     def pre_bind(self, state: CycleState, pod: Pod, node: str) -> Awaitable[Status | None]: ...
 
 
 @runtime_checkable
 class BindPlugin(Plugin, Protocol):
+    """Bind the pod to the node (a coroutine). Bind plugins run in order until one
+    does not return ``SKIP``; DefaultBinder POSTs the Binding."""
+
     def bind(self, state: CycleState, pod: Pod, node: str) -> Awaitable[Status | None]: ...
 
 
 @runtime_checkable
 class PostBindPlugin(Plugin, Protocol):
+    """Informational, after a successful bind (clean up what PreBind/Reserve kept)."""
+
     def post_bind(self, state: CycleState, pod: Pod, node: str) -> None: ...
 
 
@@ -257,21 +383,33 @@ class WaitingPod(Protocol):
 
 
 class Handle(Protocol):
-    """What the scheduler gives plugins (upstream ``framework.Handle``)."""
+    """What the scheduler gives plugins (upstream ``framework.Handle``).
+
+    Out-of-tree plugins receive it in their factory and may keep it; it is usable from
+    the moment the scheduler exists (``setup`` and every extension point).
+    """
 
     @property
-    def api(self) -> ClusterAPI: ...
+    def api(self) -> ClusterAPI:
+        """The cluster API (list, watch, bind, events, pod status, deletion, leases)."""
+        ...
 
     @property
-    def snapshot(self) -> Snapshot: ...
+    def snapshot(self) -> Snapshot:
+        """The node snapshot the current cycle schedules against (read-only)."""
+        ...
 
-    def node_info(self, name: str) -> NodeInfo: ...
+    def node_info(self, name: str) -> NodeInfo:
+        """The node ``name`` as Filter/Score plugins see it."""
+        ...
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
 
     def iterate_waiting_pods(self) -> Iterable[WaitingPod]: ...
 
-    def reject_waiting_pod(self, uid: str) -> bool: ...
+    def reject_waiting_pod(self, uid: str) -> bool:
+        """Reject the pod waiting at Permit; false when no such pod waits."""
+        ...
 
     def activate(self, uids: Iterable[str]) -> None:
         """Move these pending pods to activeQ (upstream ``PodActivator``)."""

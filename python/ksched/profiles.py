@@ -1,0 +1,247 @@
+"""From a loaded ``KubeSchedulerConfiguration`` to the scheduler's profile map.
+
+One place, shared by ``ksched run`` and ``ksched simulate --config``, does what
+upstream's ``profile.NewMap`` does: one framework :class:`~ksched.framework.profile.Profile`
+per configured profile, keyed by ``schedulerName``. Every profile shares the
+scheduler's one queue and one cache; :meth:`ksched.scheduler.Scheduler.handles` claims
+the pods whose ``spec.schedulerName`` is a key of this map.
+
+For each profile the plugin set is expanded as the framework does (multiPoint, per-point
+overrides, disabled sets, effective Score weights: ``config.expand_profile_plugins``)
+and split by where each plugin runs:
+
+* built-in Filter/Score plugins with Rust kernels go into the profile's kernel
+  configuration, in upstream order with their weights and ``pluginConfig`` args;
+* built-in plugins implemented in Python (PrioritySort, SchedulingGates, DefaultBinder:
+  :func:`ksched.framework.builtins.default_plugins`) and out-of-tree plugins from the
+  :class:`~ksched.framework.registry.Registry` become Python plugin instances. An
+  out-of-tree plugin is created by its factory with its args and a handle, and wrapped
+  so that it runs only at the extension points the profile enables it at, with the
+  profile's Score weight;
+* enabled plugins with no implementation in this build are reported once (logged).
+
+The profile's ``percentageOfNodesToScore`` overrides the global one.
+
+Known simplification: the Python plugins of a profile run in one order for every
+extension point (first appearance in extension-point order), where upstream keeps one
+list per point; only a profile that orders two Python plugins differently at two
+points would notice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from ksched import _core
+from ksched.config import (
+    EXTENSION_POINTS,
+    ExpansionError,
+    KubeSchedulerConfiguration,
+    KubeSchedulerProfile,
+    UnknownArgs,
+    expand_profile_plugins,
+)
+from ksched.config.types import to_dict
+from ksched.framework.builtins import default_plugins
+from ksched.framework.profile import Profile
+from ksched.framework.registry import METHOD_POINTS, Registry, RegistryError, default_registry
+
+if TYPE_CHECKING:
+    from ksched.framework.interface import Handle
+
+__all__ = ["ConfiguredPlugin", "ProfileError", "build_profiles"]
+
+log = logging.getLogger(__name__)
+
+#: Methods that come with an extension point's method (same plugin, same point).
+_COMPANIONS = {"less": ("sort_key",), "score": ("normalize_score",), "reserve": ("unreserve",)}
+
+
+class ProfileError(Exception):
+    """A profile cannot be built; the message names it."""
+
+
+class _LateHandle:
+    """The handle given to plugin factories before their scheduler exists.
+
+    It forwards every member to the scheduler's handle once the framework calls
+    ``setup``; before that every use raises. A profile's plugins belong to one
+    scheduler.
+    """
+
+    __slots__ = ("_handle", "_profile")
+
+    def __init__(self, profile: str) -> None:
+        self._profile = profile
+        self._handle: Handle | None = None
+
+    def bind(self, handle: Handle) -> None:
+        if self._handle is not None and self._handle is not handle:
+            raise RuntimeError(
+                f"the plugins of profile {self._profile!r} already belong to a scheduler; "
+                "build the profiles again for another one"
+            )
+        self._handle = handle
+
+    def __getattr__(self, attr: str) -> Any:
+        # Every Handle member, forwarded: the Protocol grows with the framework.
+        if self._handle is None:
+            raise RuntimeError(
+                f"the scheduler of profile {self._profile!r} is not built yet: use the "
+                "handle from setup() or an extension point, not in the plugin factory"
+            )
+        return getattr(self._handle, attr)
+
+
+class ConfiguredPlugin:
+    """A plugin as one profile enabled it: the methods of the enabled extension points
+    only, the profile's Score ``weight``, and ``setup`` binding the factory's handle.
+
+    The framework finds a plugin's extension points by its methods, so this object
+    carries exactly the enabled ones (bound methods of the plugin, no indirection per
+    call); ``events_to_register`` is passed through.
+    """
+
+    def __init__(
+        self,
+        plugin: Any,
+        points: Iterable[str],
+        *,
+        weight: int = 1,
+        handle: _LateHandle | None = None,
+    ) -> None:
+        self.plugin = plugin
+        self.name: str = plugin.name
+        self.weight = weight
+        self.points = frozenset(points)
+        self._handle = handle
+        for method, point in METHOD_POINTS.items():
+            if point not in self.points or not callable(getattr(plugin, method, None)):
+                continue
+            for name in (method, *_COMPANIONS.get(method, ())):
+                if callable(getattr(plugin, name, None)):
+                    setattr(self, name, getattr(plugin, name))
+        events = getattr(plugin, "events_to_register", None)
+        if callable(events):
+            self.events_to_register = events
+
+    def setup(self, handle: Handle) -> None:
+        if self._handle is not None:
+            self._handle.bind(handle)
+        setup = getattr(self.plugin, "setup", None)
+        if callable(setup):
+            setup(handle)
+
+    def __repr__(self) -> str:
+        return f"ConfiguredPlugin({self.name!r}, points={sorted(self.points)}, w={self.weight})"
+
+
+def _implemented_points(plugin: Any) -> frozenset[str]:
+    return frozenset(p for m, p in METHOD_POINTS.items() if callable(getattr(plugin, m, None)))
+
+
+def _plain_args(prof: KubeSchedulerProfile, name: str) -> Mapping[str, Any] | None:
+    for pc in prof.plugin_config:
+        if pc.name != name or pc.args is None:
+            continue
+        if isinstance(pc.args, UnknownArgs):
+            return dict(pc.args.raw)
+        value = to_dict(pc.args)
+        return value if isinstance(value, dict) else None
+    return None
+
+
+def _python_plugins(
+    prof: KubeSchedulerProfile,
+    points: Mapping[str, Sequence[tuple[str, int]]],
+    registry: Registry,
+    missing: dict[str, set[str]],
+) -> tuple[Any, ...] | None:
+    name = prof.scheduler_name or ""
+    builtins = {p.name: p for p in default_plugins()}
+    kernels = set(_core.FILTER_PLUGINS) | set(_core.SCORE_PLUGINS)
+    enabled_at: dict[str, list[str]] = {}  # plugin -> points, in first-appearance order
+    for point in EXTENSION_POINTS:
+        for plugin, _ in points[point]:
+            enabled_at.setdefault(plugin, []).append(point)
+    weights = dict(points["score"])
+    handle = _LateHandle(name)
+    plugins: list[Any] = []
+    restricted = False
+    for plugin, at in enabled_at.items():
+        if plugin in registry:
+            try:
+                args = _plain_args(prof, plugin)
+                instance = registry.create(plugin, args, cast("Handle", handle))
+            except RegistryError as exc:
+                raise ProfileError(f"profile {name!r}: {exc}") from exc
+            plugins.append(
+                ConfiguredPlugin(instance, at, weight=weights.get(plugin, 1), handle=handle)
+            )
+            restricted = True
+        elif plugin in builtins:
+            instance = builtins[plugin]
+            if _implemented_points(instance) <= set(at):
+                plugins.append(instance)
+            else:
+                plugins.append(ConfiguredPlugin(instance, at))
+                restricted = True
+        elif plugin not in kernels:
+            missing.setdefault(plugin, set()).add(name)
+    if not restricted and {p.name for p in plugins} == set(builtins):
+        return None  # exactly the Python-side defaults: let the framework make them
+    return tuple(plugins)
+
+
+def _kernel_args(prof: KubeSchedulerProfile, kept: set[str]) -> dict[str, Mapping[str, Any]]:
+    args: dict[str, Mapping[str, Any]] = {}
+    for pc in prof.plugin_config:
+        if pc.name in kept and pc.args is not None:
+            value = to_dict(pc.args)
+            if isinstance(value, dict):
+                args[pc.name] = value
+    return args
+
+
+def build_profiles(
+    cfg: KubeSchedulerConfiguration, registry: Registry | None = None
+) -> dict[str, Profile]:
+    """schedulerName → :class:`Profile` for every profile of ``cfg`` (loaded and valid).
+
+    ``registry`` supplies the out-of-tree plugins (default: the installed ones,
+    :func:`~ksched.framework.registry.default_registry`). Raises :class:`ProfileError`
+    when a profile cannot be built (its plugin set, a plugin factory, its kernels).
+    """
+    reg = registry if registry is not None else default_registry()
+    ext_points = reg.extension_points()
+    profiles: dict[str, Profile] = {}
+    missing: dict[str, set[str]] = {}
+    for prof in cfg.profiles:
+        name = prof.scheduler_name or ""
+        try:
+            points = expand_profile_plugins(prof, ext_points)
+        except ExpansionError as exc:
+            raise ProfileError(f"profile {name!r}: {exc}") from exc
+        filters = tuple(p for p, _ in points["filter"] if p in _core.FILTER_PLUGINS)
+        scores = tuple((p, w) for p, w in points["score"] if p in _core.SCORE_PLUGINS)
+        kept = set(filters) | {p for p, _ in scores}
+        plugins = _python_plugins(prof, points, reg, missing)
+        pct = prof.percentage_of_nodes_to_score
+        if pct is None:
+            pct = cfg.percentage_of_nodes_to_score or 0
+        try:
+            profiles[name] = Profile(
+                name, filters, scores, _kernel_args(prof, kept), pct, plugins=plugins
+            )
+        except ValueError as exc:
+            raise ProfileError(f"profile {name!r}: {exc}") from exc
+    if missing:
+        log.warning(
+            "enabled plugins not implemented in this build do not run: %s",
+            "; ".join(f"{p} ({', '.join(sorted(n))})" for p, n in sorted(missing.items())),
+        )
+    if not profiles:
+        raise ProfileError("the configuration has no profiles")
+    return profiles
