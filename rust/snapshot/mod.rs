@@ -94,6 +94,8 @@ pub struct Snapshot {
     pub interner: Interner,
     /// Label key id → label column; `label_cols[col][slot]` is the value id (0 = absent).
     pub label_index: AHashMap<u32, usize>,
+    /// Dense form of `label_index` for the hot path: key id → column + 1 (0 = none).
+    label_col_of: Vec<u32>,
     pub label_cols: Vec<Vec<u32>>,
     pub node_labels: Vec<Vec<(u32, u32)>>,
 
@@ -159,6 +161,7 @@ impl Snapshot {
             num_prefer_taints: 0,
             interner: Interner::new(),
             label_index: AHashMap::new(),
+            label_col_of: Vec::new(),
             label_cols: Vec::new(),
             node_labels: Vec::new(),
             pods: Vec::new(),
@@ -238,14 +241,19 @@ impl Snapshot {
         let c = self.label_cols.len();
         self.label_cols.push(vec![0; self.capacity()]);
         self.label_index.insert(key, c);
+        if self.label_col_of.len() <= key as usize {
+            self.label_col_of.resize(key as usize + 1, 0);
+        }
+        self.label_col_of[key as usize] = c as u32 + 1;
         c
     }
 
     /// The value id of label `key` on `slot`, 0 when absent.
+    #[inline]
     pub fn label(&self, slot: u32, key: u32) -> u32 {
-        match self.label_index.get(&key) {
-            Some(&c) => self.label_cols[c][slot as usize],
-            None => 0,
+        match self.label_col_of.get(key as usize) {
+            Some(&c) if c != 0 => self.label_cols[c as usize - 1][slot as usize],
+            _ => 0,
         }
     }
 
