@@ -150,6 +150,7 @@ async def run_simulation(
         raise ValueError(f"unknown workload {workload!r} (known: {', '.join(sorted(WORKLOADS))})")
     wl = WORKLOADS[workload]
     rng = random.Random(seed)
+    aio.tune_gc()
     cluster = InMemoryCluster()
     node_names = []
     for i in range(nodes):
