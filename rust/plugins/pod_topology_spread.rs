@@ -413,20 +413,31 @@ pub fn prefilter(
         .map(|c| snap.label_index.get(&c.key).copied())
         .collect();
     if cols.iter().all(Option::is_some) {
+        // Hoisted out of the node loop: column slices, count slices, and whether a
+        // constraint's node inclusion policy can exclude any node for this pod.
+        let col_slices: Vec<&[u32]> = cols
+            .iter()
+            .map(|c| snap.label_cols[c.unwrap_or(0)].as_slice())
+            .collect();
+        let count_slices: Vec<Option<&[i64]>> = entries
+            .iter()
+            .map(|e| e.map(|e| snap.count_cache.counts(e)))
+            .collect();
+        let always_included: Vec<bool> = constraints
+            .iter()
+            .map(|c| (!c.affinity_honor || affinity.is_empty()) && !c.taints_honor)
+            .collect();
         for &slot in nodes {
             let s = slot as usize;
-            if cols
-                .iter()
-                .any(|c| c.is_some_and(|c| snap.label_cols[c][s] == 0))
-            {
+            if col_slices.iter().any(|col| col[s] == 0) {
                 continue;
             }
             for (i, c) in constraints.iter().enumerate() {
-                if !included(snap, c, slot, affinity, taints) {
+                if !always_included[i] && !included(snap, c, slot, affinity, taints) {
                     continue;
                 }
-                let v = cols[i].map_or(0, |col| snap.label_cols[col][s]);
-                domain_counts[i].add(v, node_count(snap, entries[i], slot));
+                let n = count_slices[i].map_or(0, |counts| counts[s]);
+                domain_counts[i].add(col_slices[i][s], n);
             }
         }
     }
