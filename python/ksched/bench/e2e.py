@@ -1,0 +1,680 @@
+"""A workload against a real kube-apiserver, with ksched and with upstream kube-scheduler.
+
+The harness (this module, one asyncio loop) talks to the apiserver through
+:mod:`ksched.client`'s REST client with no client-side rate limit and a bounded number
+of requests in flight:
+
+1. once per workload: the PriorityClasses, the namespaces, and the nodes — created
+   through the API and given their capacity and Ready condition through the ``status``
+   subresource (a create drops ``status``) — shared by both schedulers;
+2. once per workload, and again whenever a run changed them (preemption deletes
+   victims): the pre-bound init pods;
+3. per scheduler run: the scheduler under test is started and waited for (ksched: the
+   ready file its process writes once the informers synced; kube-scheduler: its
+   ``scheduler_cache_size{type="nodes"}`` reaching the node count); background churn
+   starts; a watch on the measured namespace with ``fieldSelector=spec.nodeName!=``
+   records when each pod is bound; the measured pods are created with up to
+   ``concurrency`` requests in flight; the clock runs from the first measured pod
+   created to the last one seen bound, as scheduler_perf's does;
+4. after the run: attempt latencies from the scheduler's metrics (scraped before and
+   after the measured op, subtracted), peak RSS (``VmHWM``) and CPU seconds
+   (``utime+stime``) from ``/proc`` — also of kube-apiserver, etcd and the harness over
+   the measured window, to show what the machine spent where —, the placement summary,
+   then the scheduler is stopped and the measured/churn namespaces are emptied.
+
+Both schedulers get the same ``KubeSchedulerConfiguration`` apart from the kubeconfig:
+the default profile, leader election off, ``clientConnection.qps``/``burst`` both set
+to ``qps``/``burst`` (default 5000/5000). kube-scheduler keeps its default content type
+(protobuf); ksched speaks JSON.
+
+ksched runs as ``python -m ksched.bench.kschedproc`` — ``ksched run`` plus a stats file,
+since ``ksched run`` serves no ``/metrics`` yet (:mod:`ksched.bench.kschedproc`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import quote
+
+import orjson
+import yaml
+
+from ksched.bench import procstat
+from ksched.bench.placement import summarize
+from ksched.bench.report import KSCHED, UPSTREAM, RunResult
+from ksched.bench.workload import (
+    BENCH_LABEL,
+    EXISTING_PARAM,
+    NODES_PARAM,
+    PODS_PARAM,
+    Churn,
+    CreatePods,
+    Obj,
+    WorkloadSpec,
+    instantiate,
+)
+from ksched.client.kubeconfig import load_client_config
+from ksched.client.rest import MERGE_PATCH, RestClient
+from ksched.client.watching import watch
+from ksched.cluster import APIError, Conflict, NotFound
+from ksched.testing.controlplane import ControlPlane, KubeScheduler
+
+ATTEMPT_METRIC = "scheduler_scheduling_attempt_duration_seconds"
+CHURN_LABEL = "bench.ksched.io/churn"
+DEFAULT_QPS = 5000.0
+DEFAULT_BURST = 5000
+
+
+def scheduler_config(kubeconfig: str, *, qps: float, burst: int) -> dict[str, Any]:
+    """The ``KubeSchedulerConfiguration`` both schedulers run with."""
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": kubeconfig, "qps": qps, "burst": burst},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": "default-scheduler"}],
+    }
+
+
+# ------------------------------------------------------------------------ API client
+
+
+class BenchAPI:
+    """The harness's writes and reads. Use in one event loop; :meth:`close` at the end."""
+
+    def __init__(self, kubeconfig: str, *, concurrency: int = 32) -> None:
+        config = load_client_config(kubeconfig=kubeconfig, qps=-1, burst=1)
+        self.rest = RestClient(config, max_connections=concurrency + 8)
+        self.sem = asyncio.Semaphore(concurrency)
+
+    async def close(self) -> None:
+        await self.rest.close()
+
+    async def call(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
+        async with self.sem:
+            return await self.rest.request_json(method, path, body=body, **kw)
+
+    async def create(self, path: str, obj: Obj, *, exist_ok: bool = False) -> Obj | None:
+        try:
+            out: Obj = await self.call("POST", path, obj)
+            return out
+        except Conflict:
+            if not exist_ok:
+                raise
+            return None
+
+    async def create_node(self, node: Obj) -> None:
+        """POST the node, then its status through the ``status`` subresource."""
+        await self.create("/api/v1/nodes", node, exist_ok=True)
+        name = quote(node["metadata"]["name"], safe="")
+        await self.call(
+            "PATCH",
+            f"/api/v1/nodes/{name}/status",
+            {"status": node.get("status") or {}},
+            content_type=MERGE_PATCH,
+        )
+
+    async def gather(self, coros: Iterable[Any]) -> None:
+        """Run many requests (the semaphore bounds those in flight); fail on the first error."""
+        tasks = [asyncio.ensure_future(c) for c in coros]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+
+    async def list(self, path: str, params: dict[str, str] | None = None) -> tuple[list[Obj], str]:
+        items: list[Obj] = []
+        cont = ""
+        rv = ""
+        while True:
+            q = dict(params or {})
+            q["limit"] = "1000"
+            if cont:
+                q["continue"] = cont
+            page = await self.call("GET", path, params=q)
+            meta = page.get("metadata") or {}
+            rv = rv or str(meta.get("resourceVersion") or "")
+            items.extend(page.get("items") or ())
+            cont = str(meta.get("continue") or "")
+            if not cont:
+                return items, rv
+
+    async def count(self, path: str, params: dict[str, str] | None = None) -> int:
+        q = dict(params or {})
+        q["limit"] = "1"
+        page = await self.call("GET", path, params=q)
+        meta = page.get("metadata") or {}
+        return len(page.get("items") or ()) + int(meta.get("remainingItemCount") or 0)
+
+    async def delete_collection(self, path: str, params: dict[str, str] | None = None) -> None:
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
+        with contextlib.suppress(NotFound):
+            await self.call("DELETE", path, body, params=params, timeout=600)
+
+    async def empty(
+        self, path: str, params: dict[str, str] | None = None, timeout: float = 600
+    ) -> None:
+        """Delete every object of a collection and wait until none is left."""
+        deadline = time.monotonic() + timeout
+        while True:
+            await self.delete_collection(path, params)
+            if await self.count(path, params) == 0:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{path} still not empty after {timeout:.0f}s")
+            await asyncio.sleep(0.5)
+
+
+def pods_path(ns: str) -> str:
+    return f"/api/v1/namespaces/{quote(ns, safe='')}/pods"
+
+
+# --------------------------------------------------------------- schedulers under test
+
+
+class UnderTest(Protocol):
+    name: str
+
+    @property
+    def pid(self) -> int: ...
+
+    def alive(self) -> bool: ...
+
+    async def wait_ready(self, nodes: int, timeout: float) -> None: ...
+
+    async def scrape(self) -> str: ...
+
+    async def stop(self) -> None: ...
+
+    def extra(self) -> dict[str, Any]: ...
+
+
+class KschedProcess:
+    """``ksched run`` (:mod:`ksched.bench.kschedproc`) in a subprocess."""
+
+    name = KSCHED
+
+    def __init__(self, workdir: Path, config: dict[str, Any], run_id: int) -> None:
+        self.workdir = workdir
+        cfg_path = workdir / f"ksched-{run_id}.config.yaml"
+        cfg_path.write_text(yaml.safe_dump(config))
+        self.stats_path = workdir / f"ksched-{run_id}.stats.json"
+        self.ready_path = workdir / f"ksched-{run_id}.ready"
+        self.log_path = workdir / f"ksched-{run_id}.log"
+        for p in (self.stats_path, self.ready_path):
+            p.unlink(missing_ok=True)
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ksched.bench.kschedproc",
+                f"--config={cfg_path}",
+                f"--stats-file={self.stats_path}",
+                f"--ready-file={self.ready_path}",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._seq = 0
+        self.final: dict[str, Any] = {}
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _tail(self) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-30:])
+        except OSError:
+            return ""
+
+    async def wait_ready(self, nodes: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.ready_path.exists():
+            if not self.alive():
+                raise RuntimeError(f"ksched exited ({self.proc.returncode}):\n{self._tail()}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"ksched not ready after {timeout:.0f}s:\n{self._tail()}")
+            await asyncio.sleep(0.05)
+
+    def _read_stats(self) -> dict[str, Any]:
+        try:
+            doc: dict[str, Any] = orjson.loads(self.stats_path.read_bytes())
+            return doc
+        except (OSError, orjson.JSONDecodeError):
+            return {}
+
+    async def scrape(self) -> str:
+        self._seq += 1
+        os.kill(self.proc.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + 60
+        while True:
+            doc = self._read_stats()
+            if doc.get("seq", 0) >= self._seq:
+                return str(doc.get("metrics", ""))
+            if time.monotonic() > deadline or not self.alive():
+                raise RuntimeError(f"ksched wrote no stats:\n{self._tail()}")
+            await asyncio.sleep(0.02)
+
+    async def stop(self) -> None:
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.to_thread(self.proc.wait, 60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                await asyncio.to_thread(self.proc.wait, 10)
+        self.final = self._read_stats()
+        self._log.close()
+
+    def extra(self) -> dict[str, Any]:
+        return self.final
+
+
+class UpstreamProcess:
+    """Upstream kube-scheduler v1.36, started by the test control plane."""
+
+    name = UPSTREAM
+
+    def __init__(self, cp: ControlPlane, config: dict[str, Any]) -> None:
+        self.sched: KubeScheduler = cp.start_kube_scheduler(config, wait=False)
+
+    @property
+    def pid(self) -> int:
+        return self.sched.pid
+
+    def alive(self) -> bool:
+        return self.sched.alive()
+
+    async def wait_ready(self, nodes: int, timeout: float) -> None:
+        await asyncio.to_thread(self.sched.wait_healthy, timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            text = await self.scrape()
+            have = sum(
+                v
+                for labels, v in procstat.samples(text, "scheduler_cache_size")
+                if labels.get("type") == "nodes"
+            )
+            if have >= nodes:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"kube-scheduler has {have:.0f}/{nodes} nodes after {timeout:.0f}s"
+                )
+            await asyncio.sleep(0.1)
+
+    async def scrape(self) -> str:
+        return await asyncio.to_thread(self.sched.metrics)
+
+    async def stop(self) -> None:
+        await asyncio.to_thread(self.sched.stop)
+
+    def extra(self) -> dict[str, Any]:
+        return {}
+
+
+# ---------------------------------------------------------------------------- churn
+
+
+class _ApiChurn:
+    """scheduler_perf's churn op through the API."""
+
+    def __init__(self, api: BenchAPI, op: Churn, spec: WorkloadSpec) -> None:
+        self.api, self.op, self.spec = api, op, spec
+        self.live: list[str] = []  # paths to delete
+        self.n = 0
+        self.errors = 0
+
+    async def tick(self) -> None:
+        if self.op.mode == "recreate":
+            for path in self.live:
+                with contextlib.suppress(NotFound):
+                    await self.api.call(
+                        "DELETE",
+                        path,
+                        {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0},
+                    )
+            self.live.clear()
+        ns = quote(self.op.namespace, safe="")
+        for _ in range(self.op.number):
+            for t in self.op.templates:
+                kind = t.get("kind")
+                if kind == "Node":
+                    obj = instantiate(
+                        t,
+                        self.n,
+                        labels={BENCH_LABEL: self.spec.key, CHURN_LABEL: "true"},
+                        suffix="-churn",
+                    )
+                    await self.api.create_node(obj)
+                    self.live.append(f"/api/v1/nodes/{obj['metadata']['name']}")
+                elif kind == "Pod":
+                    obj = instantiate(t, self.n, namespace=self.op.namespace, suffix="-churn")
+                    await self.api.create(pods_path(self.op.namespace), obj)
+                    self.live.append(f"{pods_path(self.op.namespace)}/{obj['metadata']['name']}")
+                elif kind == "Service":
+                    obj = instantiate(t, self.n, namespace=self.op.namespace, suffix="-churn")
+                    await self.api.create(f"/api/v1/namespaces/{ns}/services", obj)
+                    self.live.append(f"/api/v1/namespaces/{ns}/services/{obj['metadata']['name']}")
+            self.n += 1
+
+    async def run(self) -> None:
+        while True:
+            t0 = time.monotonic()
+            try:
+                await self.tick()
+            except (APIError, TimeoutError, OSError):
+                self.errors += 1
+            await asyncio.sleep(max(0.0, self.op.interval - (time.monotonic() - t0)))
+
+
+# ---------------------------------------------------------------------------- runner
+
+
+@dataclass(slots=True)
+class E2EOptions:
+    qps: float = DEFAULT_QPS
+    burst: int = DEFAULT_BURST
+    concurrency: int = 32
+    timeout: float = 600.0
+    ready_timeout: float = 300.0
+
+
+class Bench:
+    """One apiserver, one workload at a time, both schedulers on it in turn."""
+
+    def __init__(
+        self,
+        cp: ControlPlane,
+        *,
+        options: E2EOptions | None = None,
+        on_progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.cp = cp
+        self.opts = options or E2EOptions()
+        self.on_progress = on_progress or (lambda s: None)
+        self.api = BenchAPI(str(cp.kubeconfig), concurrency=self.opts.concurrency)
+        self.workdir = Path(cp.workdir) / "bench"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._runs = 0
+        self._prepared: str | None = None
+        self._node_names: list[str] = []
+        self._etcd_pids = procstat.find_pids(str(Path(cp.workdir) / "etcd-data"))
+
+    async def close(self) -> None:
+        await self.api.close()
+
+    # ---- setup ----------------------------------------------------------------------
+
+    async def prepare(self, spec: WorkloadSpec) -> None:
+        """Namespaces, PriorityClasses and the nodes of ``spec`` (replacing any others)."""
+        if self._prepared == spec.label:
+            return
+        t0 = time.monotonic()
+        self.on_progress(f"{spec.label}: cleaning up")
+        for ns in spec.namespaces():
+            await self.api.create("/api/v1/namespaces", {"metadata": {"name": ns}}, exist_ok=True)
+            await self.api.empty(pods_path(ns))
+        await self.api.empty("/api/v1/nodes", {"labelSelector": BENCH_LABEL})
+        for name, value in spec.priority_classes.items():
+            await self.api.create(
+                "/apis/scheduling.k8s.io/v1/priorityclasses",
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": name},
+                    "value": value,
+                },
+                exist_ok=True,
+            )
+        nodes = spec.node_objects()
+        done = 0
+
+        async def one(n: Obj) -> None:
+            nonlocal done
+            await self.api.create_node(n)
+            done += 1
+            if done % 250 == 0:
+                self.on_progress(f"{spec.label}: nodes {done}/{len(nodes)}")
+
+        await self.api.gather(one(n) for n in nodes)
+        self._node_names = [n["metadata"]["name"] for n in nodes]
+        self._prepared = spec.label
+        self.on_progress(f"{spec.label}: {len(nodes)} nodes in {time.monotonic() - t0:.1f}s")
+
+    async def _ensure_init_pods(self, spec: WorkloadSpec) -> None:
+        for op in spec.ops():
+            if not (isinstance(op, CreatePods) and op.bound and not op.collect_metrics):
+                continue
+            path = pods_path(op.namespace)
+            if await self.api.count(path) == op.count:
+                continue
+            await self.api.empty(path)
+            t0 = time.monotonic()
+            done = 0
+
+            async def one(p: Obj, path: str = path, total: int = op.count) -> None:
+                nonlocal done
+                await self.api.create(path, p)
+                done += 1
+                if done % 500 == 0:
+                    self.on_progress(f"{spec.label}: init pods {done}/{total}")
+
+            await self.api.gather(one(p) for p in spec.pod_objects(op, self._node_names))
+            self.on_progress(f"{spec.label}: {op.count} init pods in {time.monotonic() - t0:.1f}s")
+
+    async def _cleanup_run(self, spec: WorkloadSpec) -> None:
+        for op in spec.ops():
+            if isinstance(op, Churn):
+                await self.api.empty(pods_path(op.namespace))
+                await self.api.delete_collection(
+                    f"/api/v1/namespaces/{quote(op.namespace, safe='')}/services"
+                )
+            elif isinstance(op, CreatePods) and not op.bound:
+                await self.api.empty(pods_path(op.namespace))
+        await self.api.empty("/api/v1/nodes", {"labelSelector": CHURN_LABEL})
+
+    # ---- one run --------------------------------------------------------------------
+
+    def _start(self, which: str) -> UnderTest:
+        self._runs += 1
+        if which == KSCHED:
+            cfg = scheduler_config(
+                str(self.cp.kubeconfig), qps=self.opts.qps, burst=self.opts.burst
+            )
+            return KschedProcess(self.workdir, cfg, self._runs)
+        if which == UPSTREAM:
+            cfg = scheduler_config(
+                str(self.cp.kubeconfig), qps=self.opts.qps, burst=self.opts.burst
+            )
+            return UpstreamProcess(self.cp, cfg)
+        raise ValueError(f"unknown scheduler {which!r}")
+
+    def _cpu(self, sched_pid: int) -> dict[str, float]:
+        out = {
+            "scheduler": procstat.cpu_seconds(sched_pid),
+            "harness": procstat.cpu_seconds(os.getpid()),
+        }
+        if (pid := self.cp.apiserver_pid) is not None:
+            out["kube-apiserver"] = procstat.cpu_seconds(pid)
+        out["etcd"] = sum(procstat.cpu_seconds(p) for p in self._etcd_pids)
+        return out
+
+    async def run(self, spec: WorkloadSpec, which: str) -> RunResult:
+        """Run ``spec``'s measured op with scheduler ``which`` (ksched / kube-scheduler)."""
+        await self.prepare(spec)
+        await self._cleanup_run(spec)
+        await self._ensure_init_pods(spec)
+        measured = spec.measured()
+        result = RunResult(
+            scheduler=which,
+            target="apiserver",
+            workload=spec.name,
+            label=spec.label,
+            nodes=spec.params.get(NODES_PARAM, 0),
+            existing_pods=spec.params.get(EXISTING_PARAM, 0),
+            pods=spec.params.get(PODS_PARAM, measured.count),
+        )
+        self.on_progress(f"{spec.label} [{which}]: starting")
+        under = self._start(which)
+        churns: list[asyncio.Task[None]] = []
+        try:
+            await under.wait_ready(len(self._node_names), self.opts.ready_timeout)
+            for op in spec.ops():
+                if isinstance(op, CreatePods) and not op.bound and not op.collect_metrics:
+                    await self._create_and_wait(spec, op, under)
+            churn_ops = [
+                _ApiChurn(self.api, op, spec) for op in spec.ops() if isinstance(op, Churn)
+            ]
+            churns = [asyncio.ensure_future(c.run()) for c in churn_ops]
+            before = await under.scrape()
+            await self._measure(spec, measured, under, result)
+            after = await under.scrape()
+            result.peak_rss_mib = procstat.peak_rss_mib(under.pid)
+            result.cpu_seconds = procstat.cpu_seconds(under.pid)
+            for c in churn_ops:
+                if c.errors:
+                    result.notes.append(f"{c.errors} churn ticks failed")
+        finally:
+            for t in churns:
+                t.cancel()
+            await asyncio.gather(*churns, return_exceptions=True)
+            await under.stop()
+        buckets = procstat.subtract(
+            procstat.histogram(after, ATTEMPT_METRIC, {"result": "scheduled"})[0],
+            procstat.histogram(before, ATTEMPT_METRIC, {"result": "scheduled"})[0],
+        )
+        result.attempt_p50_ms = procstat.histogram_quantile(0.5, buckets) * 1e3
+        result.attempt_p99_ms = procstat.histogram_quantile(0.99, buckets) * 1e3
+        extra = under.extra()
+        if "cycle_p50_us" in extra:
+            result.cycle_p50_us = float(extra["cycle_p50_us"])
+            result.cycle_p99_us = float(extra["cycle_p99_us"])
+        nodes, _ = await self.api.list("/api/v1/nodes", {"labelSelector": BENCH_LABEL})
+        pods: list[Obj] = []
+        for ns in spec.namespaces():
+            pods += (await self.api.list(pods_path(ns)))[0]
+        result.placement = summarize(
+            nodes, pods, measured_namespace=measured.namespace, template=measured.template
+        )
+        return result
+
+    async def _create_and_wait(self, spec: WorkloadSpec, op: CreatePods, under: UnderTest) -> None:
+        path = pods_path(op.namespace)
+        await self.api.gather(
+            self.api.create(path, p) for p in spec.pod_objects(op, self._node_names)
+        )
+        deadline = time.monotonic() + self.opts.timeout
+        while await self.api.count(path, {"fieldSelector": "spec.nodeName="}) > 0:
+            if time.monotonic() > deadline or not under.alive():
+                raise TimeoutError(f"{spec.label}: init pods in {op.namespace} not scheduled")
+            await asyncio.sleep(0.5)
+
+    async def _measure(
+        self, spec: WorkloadSpec, op: CreatePods, under: UnderTest, result: RunResult
+    ) -> None:
+        path = pods_path(op.namespace)
+        expected = op.count
+        seen: set[str] = set()
+        _, rv = await self.api.list(path, {"fieldSelector": "spec.nodeName!="})
+        start = time.perf_counter()
+        last_bind = start
+        all_bound = asyncio.Event()
+
+        def bound(name: str) -> None:
+            nonlocal last_bind
+            if name not in seen:
+                seen.add(name)
+                last_bind = time.perf_counter()
+                result.bind_times.append(last_bind - start)
+                if len(seen) >= expected:
+                    all_bound.set()
+
+        async def watcher() -> None:
+            nonlocal rv
+            while True:
+                try:
+                    async for ev in watch(
+                        self.api.rest,
+                        path,
+                        resource_version=rv,
+                        params={"fieldSelector": "spec.nodeName!="},
+                        timeout_seconds=3600,
+                    ):
+                        meta = ev.object.get("metadata") or {}
+                        if ev.type in ("ADDED", "MODIFIED"):
+                            bound(str(meta.get("name")))
+                        if meta.get("resourceVersion"):
+                            rv = str(meta["resourceVersion"])
+                except (APIError, TimeoutError, OSError):
+                    await asyncio.sleep(0.2)
+                # The watch ended: catch up with a list, then watch again from there.
+                items, rv = await self.api.list(path, {"fieldSelector": "spec.nodeName!="})
+                for p in items:
+                    bound(str(p["metadata"]["name"]))
+
+        created = 0
+
+        async def create(p: Obj) -> None:
+            nonlocal created
+            await self.api.create(path, p)
+            created += 1
+            result.create_times.append(time.perf_counter() - start)
+
+        watch_task = asyncio.ensure_future(watcher())
+        await asyncio.sleep(0.05)  # let the watch connect
+        cpu0 = self._cpu(under.pid)
+        start = time.perf_counter()
+        create_task = asyncio.ensure_future(
+            self.api.gather(create(p) for p in spec.pod_objects(op, self._node_names))
+        )
+        deadline = start + self.opts.timeout
+        try:
+            while not all_bound.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(all_bound.wait(), 0.5)
+                now = time.perf_counter()
+                el = now - start
+                self.on_progress(
+                    f"{spec.label} [{under.name}]: created {created}/{expected}, bound "
+                    f"{len(seen)}/{expected}, {len(seen) / max(el, 1e-9):,.0f} pods/s, {el:.0f}s"
+                )
+                if create_task.done() and create_task.exception() is not None:
+                    raise create_task.exception()  # type: ignore[misc]
+                if not under.alive():
+                    result.notes.append("the scheduler exited during the run")
+                    break
+                if now > deadline:
+                    result.notes.append(f"timed out after {self.opts.timeout:.0f}s")
+                    break
+        finally:
+            cpu1 = self._cpu(under.pid)
+            watch_task.cancel()
+            create_task.cancel()
+            await asyncio.gather(watch_task, create_task, return_exceptions=True)
+        result.bound = len(seen)
+        result.completed = result.bound >= expected
+        result.seconds = max(last_bind - start, 1e-9)
+        result.pods_per_second = result.bound / result.seconds
+        result.create_seconds = max(result.create_times) if result.create_times else 0.0
+        result.cpu_seconds_measured = cpu1["scheduler"] - cpu0["scheduler"]
+        result.other_cpu_seconds = {k: cpu1[k] - cpu0.get(k, 0.0) for k in cpu1 if k != "scheduler"}
+        result.other_cpu_seconds["wall"] = time.perf_counter() - start

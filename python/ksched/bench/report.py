@@ -1,0 +1,357 @@
+"""Benchmark results: one :class:`RunResult` per (workload, scheduler, repeat), the
+side-by-side :class:`Comparison` per workload, and their three renderings — a terminal
+table, a JSON document and a PNG of throughput over time.
+
+Figures follow scheduler_perf: throughput is measured pods bound divided by the time
+from the first measured pod created to the last one bound; the per-second samples of
+the bound count give the throughput percentiles and the plot. Attempt latency is
+``scheduler_scheduling_attempt_duration_seconds{result="scheduled"}`` (scheduling
+algorithm + binding, identical definition and buckets in ksched and kube-scheduler),
+read with :func:`ksched.bench.procstat.histogram_quantile`; ksched's exact
+scheduling-cycle percentiles are given beside it. With repeats, a workload's figures
+are the medians over the repeats.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import platform
+import statistics
+import subprocess
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from ksched.bench.placement import Placement, compare
+
+KSCHED = "ksched"
+UPSTREAM = "kube-scheduler"
+
+
+@dataclass(slots=True)
+class RunResult:
+    scheduler: str
+    target: str  # "embedded" | "apiserver"
+    workload: str
+    label: str
+    nodes: int
+    existing_pods: int
+    pods: int
+    bound: int = 0
+    completed: bool = False
+    seconds: float = 0.0
+    pods_per_second: float = 0.0
+    #: Seconds the harness took to create the measured pods (the creation rate bounds
+    #: throughput when it is lower).
+    create_seconds: float = 0.0
+    attempt_p50_ms: float = math.nan
+    attempt_p99_ms: float = math.nan
+    cycle_p50_us: float = math.nan
+    cycle_p99_us: float = math.nan
+    peak_rss_mib: float = 0.0
+    cpu_seconds: float = 0.0
+    #: CPU seconds spent by the scheduler between the first pod created and the last bound.
+    cpu_seconds_measured: float = 0.0
+    #: CPU seconds in the same window of the other processes (kube-apiserver, etcd, harness).
+    other_cpu_seconds: dict[str, float] = field(default_factory=dict)
+    #: Offsets (s from the first measured pod created) at which each pod was seen bound.
+    bind_times: list[float] = field(default_factory=list)
+    create_times: list[float] = field(default_factory=list)
+    placement: Placement | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def throughput_series(self, step: float = 1.0) -> list[float]:
+        return per_interval(self.bind_times, step)
+
+    def as_dict(self, *, with_times: bool = False) -> dict[str, Any]:
+        d = asdict(self)
+        if not with_times:
+            d.pop("bind_times")
+            d.pop("create_times")
+        d["throughput_per_second"] = self.throughput_series()
+        samples = sorted(d["throughput_per_second"])
+        d["throughput_p50"] = _pct(samples, 50)
+        d["throughput_p90"] = _pct(samples, 90)
+        out: dict[str, Any] = _clean(d)
+        return out
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return None
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_clean(x) for x in v]
+    return v
+
+
+def _pct(sorted_values: Sequence[float], p: float) -> float:
+    if not sorted_values:
+        return 0.0
+    k = min(len(sorted_values) - 1, max(0, math.ceil(p / 100 * len(sorted_values)) - 1))
+    return float(sorted_values[k])
+
+
+def per_interval(times: Sequence[float], step: float = 1.0) -> list[float]:
+    """Events per second in consecutive ``step``-second intervals."""
+    if not times:
+        return []
+    n = int(max(times) // step) + 1
+    counts = [0] * n
+    for t in times:
+        counts[int(max(t, 0.0) // step)] += 1
+    return [c / step for c in counts]
+
+
+def _median(values: Sequence[float]) -> float:
+    vals = [v for v in values if not math.isnan(v)]
+    return float(statistics.median(vals)) if vals else math.nan
+
+
+@dataclass(slots=True)
+class Comparison:
+    """One workload: the runs of each scheduler and the ksched/upstream ratios."""
+
+    workload: str
+    label: str
+    target: str
+    runs: dict[str, list[RunResult]] = field(default_factory=dict)
+
+    def add(self, r: RunResult) -> None:
+        self.runs.setdefault(r.scheduler, []).append(r)
+
+    def median(self, scheduler: str, attr: str) -> float:
+        return _median([float(getattr(r, attr)) for r in self.runs.get(scheduler, [])])
+
+    def representative(self, scheduler: str) -> RunResult | None:
+        """The run whose throughput is the median one (for plots and placement)."""
+        runs = sorted(self.runs.get(scheduler, []), key=lambda r: r.pods_per_second)
+        return runs[(len(runs) - 1) // 2] if runs else None
+
+    def ratios(self) -> dict[str, float]:
+        if KSCHED not in self.runs or UPSTREAM not in self.runs:
+            return {}
+        out = {}
+        for attr, key in (
+            ("pods_per_second", "throughput"),
+            ("peak_rss_mib", "peak_rss"),
+            ("cpu_seconds_measured", "cpu_seconds_measured"),
+            ("attempt_p50_ms", "attempt_p50"),
+            ("attempt_p99_ms", "attempt_p99"),
+        ):
+            k, u = self.median(KSCHED, attr), self.median(UPSTREAM, attr)
+            out[key] = k / u if u and not math.isnan(u) and not math.isnan(k) else math.nan
+        return out
+
+    def quality(self) -> dict[str, Any] | None:
+        k, u = self.representative(KSCHED), self.representative(UPSTREAM)
+        if k is None or u is None or k.placement is None or u.placement is None:
+            return None
+        return compare(k.placement, u.placement)
+
+    def as_dict(self, *, with_times: bool = False) -> dict[str, Any]:
+        medians = {
+            s: {
+                a: self.median(s, a)
+                for a in (
+                    "pods_per_second",
+                    "seconds",
+                    "attempt_p50_ms",
+                    "attempt_p99_ms",
+                    "cycle_p50_us",
+                    "cycle_p99_us",
+                    "peak_rss_mib",
+                    "cpu_seconds",
+                    "cpu_seconds_measured",
+                )
+            }
+            for s in self.runs
+        }
+        out: dict[str, Any] = _clean(
+            {
+                "workload": self.workload,
+                "label": self.label,
+                "target": self.target,
+                "medians": medians,
+                "ratio_ksched_over_upstream": self.ratios(),
+                "placement_check": self.quality(),
+                "runs": {
+                    s: [r.as_dict(with_times=with_times) for r in rs] for s, rs in self.runs.items()
+                },
+            }
+        )
+        return out
+
+
+# ------------------------------------------------------------------------ rendering
+
+
+def _f(v: float, fmt: str) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
+
+
+def table(comparisons: Sequence[Comparison]) -> str:
+    """The terminal table: one row per scheduler, a ratio row when both ran."""
+    head = (
+        f"{'workload':<44} {'scheduler':<15} {'bound':>11} {'pods/s':>9} {'p50 ms':>8} "
+        f"{'p99 ms':>8} {'RSS MiB':>8} {'CPU s':>7} {'quality':>8}"
+    )
+    lines = [head, "-" * len(head)]
+    for c in comparisons:
+        q = c.quality()
+        first = True
+        for sched in sorted(c.runs, key=lambda s: (s != KSCHED, s)):
+            rep = c.representative(sched)
+            assert rep is not None
+            bound = f"{rep.bound}/{rep.pods}"
+            qual = "" if q is None or sched != KSCHED else ("ok" if q["ok"] else "WORSE")
+            if rep.placement is not None and rep.placement.violations:
+                qual = (qual + f" v={rep.placement.violations}").strip()
+            n = len(c.runs[sched])
+            name = sched + (f" x{n}" if n > 1 else "")
+            lines.append(
+                f"{(c.label + ' [' + c.target + ']') if first else '':<44} {name:<15} {bound:>11} "
+                f"{_f(c.median(sched, 'pods_per_second'), ',.0f'):>9} "
+                f"{_f(c.median(sched, 'attempt_p50_ms'), '.2f'):>8} "
+                f"{_f(c.median(sched, 'attempt_p99_ms'), '.2f'):>8} "
+                f"{_f(c.median(sched, 'peak_rss_mib'), '.0f'):>8} "
+                f"{_f(c.median(sched, 'cpu_seconds_measured'), '.1f'):>7} {qual:>8}"
+            )
+            first = False
+        r = c.ratios()
+        if r:
+            lines.append(
+                f"{'':<44} {'ksched/upstream':<15} {'':>11} "
+                f"{_f(r['throughput'], '.2f') + 'x':>9} {_f(r['attempt_p50'], '.2f') + 'x':>8} "
+                f"{_f(r['attempt_p99'], '.2f') + 'x':>8} {_f(r['peak_rss'], '.2f') + 'x':>8} "
+                f"{_f(r['cpu_seconds_measured'], '.2f') + 'x':>7}"
+            )
+        for sched in c.runs:
+            for note in {n for run in c.runs[sched] for n in run.notes}:
+                lines.append(f"{'':<44} note ({sched}): {note}")
+        if q is not None and q["worse"]:
+            lines.append(f"{'':<44} placement worse: {'; '.join(q['worse'])}")
+    return "\n".join(lines)
+
+
+def environment() -> dict[str, Any]:
+    """Machine and versions, for the JSON document."""
+    commit = ""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=Path(__file__).resolve().parent,
+            timeout=5,
+        ).stdout.strip()
+    try:
+        load = list(os.getloadavg())
+    except OSError:
+        load = []
+    return {
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "ksched_commit": commit,
+        "loadavg_at_end": load,
+    }
+
+
+def write_json(
+    path: Path, comparisons: Sequence[Comparison], *, meta: dict[str, Any], with_times: bool = False
+) -> None:
+    import orjson
+
+    doc = {
+        "meta": {**environment(), **meta},
+        "workloads": [c.as_dict(with_times=with_times) for c in comparisons],
+    }
+    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+
+
+def plot(path: Path, comparisons: Sequence[Comparison]) -> None:
+    """Throughput over time (pods bound per second) of each scheduler, one panel per
+    workload; the dotted line is the rate at which the harness created the pods."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = max(1, len(comparisons))
+    cols = 1 if n == 1 else 2
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(7 * cols, 3.4 * rows), squeeze=False)
+    colors = {KSCHED: "tab:blue", UPSTREAM: "tab:orange"}
+    for i, c in enumerate(comparisons):
+        ax = axes[i // cols][i % cols]
+        for sched in sorted(c.runs, key=lambda s: (s != KSCHED, s)):
+            rep = c.representative(sched)
+            if rep is None or not rep.bind_times:
+                continue
+            step = _step(rep)
+            ys = per_interval(rep.bind_times, step)
+            xs = [step * (k + 0.5) for k in range(len(ys))]
+            ax.plot(
+                xs,
+                ys,
+                label=f"{sched} ({rep.pods_per_second:,.0f} pods/s)",
+                color=colors.get(sched),
+                drawstyle="steps-mid",
+            )
+            if rep.create_times:
+                cy = per_interval(rep.create_times, step)
+                ax.plot(
+                    [step * (k + 0.5) for k in range(len(cy))],
+                    cy,
+                    ":",
+                    color=colors.get(sched),
+                    alpha=0.6,
+                    label=f"{sched}: pods created/s",
+                )
+        ax.set_title(f"{c.label} [{c.target}]", fontsize=9)
+        ax.set_xlabel("seconds since first measured pod created")
+        ax.set_ylabel("pods bound / s")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for j in range(len(comparisons), rows * cols):
+        axes[j // cols][j % cols].axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _step(r: RunResult) -> float:
+    """1 s buckets, finer for runs shorter than 10 s (the embedded cluster)."""
+    span = max(r.bind_times) if r.bind_times else 1.0
+    return 1.0 if span >= 10 else max(0.01, span / 20)
+
+
+class Progress:
+    """One status line on a terminal stream, rewritten in place."""
+
+    def __init__(self, out: TextIO | None) -> None:
+        self.out = out
+        self.width = 0
+
+    def show(self, text: str) -> None:
+        if self.out is None:
+            return
+        pad = max(0, self.width - len(text))
+        self.out.write("\r" + text + " " * pad)
+        self.out.flush()
+        self.width = len(text)
+
+    def done(self, text: str = "") -> None:
+        if self.out is None:
+            return
+        self.show(text)
+        self.out.write("\n")
+        self.out.flush()
+        self.width = 0

@@ -1,0 +1,348 @@
+"""Benchmark workloads: the YAML files of ``benches/workloads/``, parsed and scaled.
+
+A workload file mirrors one scheduler_perf test case (``workloadTemplate`` + the params
+of one of its ``workloads``): a list of ops run in order — ``createNodes``,
+``createPods`` (one of them the measured op, ``collectMetrics: true``) and background
+``churn`` — plus the templates they instantiate from ``benches/workloads/templates/``.
+The same :class:`WorkloadSpec` drives the embedded cluster (:mod:`ksched.bench.embedded`)
+and the real apiserver (:mod:`ksched.bench.e2e`), so both targets build byte-identical
+objects: names are deterministic (``<generateName><index>``), node labels are assigned
+round-robin, and pre-bound init pods go round-robin over the nodes.
+
+Scaling (``--scale``, ``--nodes``/``--pods``/``--existing-pods``) rewrites the params
+before any count is resolved; see :meth:`WorkloadSpec.scaled`.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+Obj = dict[str, Any]
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+#: Every node a benchmark creates carries this label (cleanup selects on it).
+BENCH_LABEL = "bench.ksched.io/workload"
+
+#: ``--nodes``, ``--existing-pods`` and ``--pods`` set these params.
+NODES_PARAM = "initNodes"
+EXISTING_PARAM = "initPods"
+PODS_PARAM = "measurePods"
+
+
+class WorkloadError(ValueError):
+    """A workload file is missing or malformed; the message names the file and field."""
+
+
+@dataclass(frozen=True, slots=True)
+class CreateNodes:
+    count: int
+    template: Obj
+    label_key: str | None = None
+    label_values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePods:
+    count: int
+    template: Obj
+    namespace: str
+    #: Created with ``spec.nodeName`` set (round-robin over the nodes), not scheduled.
+    bound: bool = False
+    collect_metrics: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Churn:
+    mode: str  # "create" | "recreate"
+    interval: float  # seconds
+    templates: tuple[Obj, ...]
+    namespace: str
+    number: int = 1
+
+
+Op = CreateNodes | CreatePods | Churn
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSpec:
+    """One parsed workload file. Counts resolve against :attr:`params`."""
+
+    name: str
+    key: str  # the file stem, e.g. "scheduling-basic"
+    description: str
+    upstream: str
+    params: Mapping[str, int]
+    raw_ops: tuple[Mapping[str, Any], ...]
+    templates: Mapping[str, Obj]
+    priority_classes: Mapping[str, int] = field(default_factory=dict)
+    path: str = ""
+
+    # ---- scaling ------------------------------------------------------------------
+
+    def scaled(
+        self,
+        scale: float = 1.0,
+        *,
+        nodes: int | None = None,
+        existing_pods: int | None = None,
+        pods: int | None = None,
+    ) -> WorkloadSpec:
+        """Every count param times ``scale`` (at least 1 when it was positive), then the
+        explicit overrides."""
+        params = {k: (max(1, round(v * scale)) if v > 0 else 0) for k, v in self.params.items()}
+        for key, value in (
+            (NODES_PARAM, nodes),
+            (EXISTING_PARAM, existing_pods),
+            (PODS_PARAM, pods),
+        ):
+            if value is not None:
+                if key not in params:
+                    raise WorkloadError(f"{self.key}: has no {key} param to override")
+                params[key] = value
+        return replace(self, params=params)
+
+    # ---- ops ----------------------------------------------------------------------
+
+    def _count(self, op: Mapping[str, Any], index: int) -> int:
+        if "count" in op:
+            return int(op["count"])
+        ref = str(op.get("countParam", ""))
+        if not ref.startswith("$") or ref[1:] not in self.params:
+            raise WorkloadError(
+                f"{self.path or self.key}: ops[{index}].countParam {ref!r} names no param"
+            )
+        return int(self.params[ref[1:]])
+
+    def _template(self, name: Any, index: int, fld: str) -> Obj:
+        if not isinstance(name, str) or name not in self.templates:
+            raise WorkloadError(
+                f"{self.path or self.key}: ops[{index}].{fld} {name!r} is not a template "
+                f"(known: {', '.join(sorted(self.templates))})"
+            )
+        return self.templates[name]
+
+    def ops(self) -> list[Op]:
+        out: list[Op] = []
+        for i, op in enumerate(self.raw_ops):
+            code = op.get("opcode")
+            if code == "createNodes":
+                strategy = op.get("labelNodePrepareStrategy") or {}
+                out.append(
+                    CreateNodes(
+                        count=self._count(op, i),
+                        template=self._template(
+                            op.get("nodeTemplate", "node-default"), i, "nodeTemplate"
+                        ),
+                        label_key=strategy.get("labelKey"),
+                        label_values=tuple(str(v) for v in strategy.get("labelValues") or ()),
+                    )
+                )
+            elif code == "createPods":
+                out.append(
+                    CreatePods(
+                        count=self._count(op, i),
+                        template=self._template(
+                            op.get("podTemplate", "pod-default"), i, "podTemplate"
+                        ),
+                        namespace=str(op.get("namespace", "default")),
+                        bound=bool(op.get("bound", False)),
+                        collect_metrics=bool(op.get("collectMetrics", False)),
+                    )
+                )
+            elif code == "churn":
+                mode = str(op.get("mode", "create"))
+                if mode not in ("create", "recreate"):
+                    raise WorkloadError(f"{self.path or self.key}: ops[{i}].mode {mode!r}")
+                names = op.get("templates") or []
+                out.append(
+                    Churn(
+                        mode=mode,
+                        interval=float(op.get("intervalMilliseconds", 1000)) / 1000.0,
+                        templates=tuple(self._template(n, i, "templates") for n in names),
+                        namespace=str(op.get("namespace", "default")),
+                        number=int(op.get("number", 1)),
+                    )
+                )
+            else:
+                raise WorkloadError(f"{self.path or self.key}: ops[{i}].opcode {code!r} unknown")
+        measured = [o for o in out if isinstance(o, CreatePods) and o.collect_metrics]
+        if len(measured) != 1:
+            raise WorkloadError(
+                f"{self.path or self.key}: exactly one createPods op needs collectMetrics: true"
+            )
+        return out
+
+    def measured(self) -> CreatePods:
+        return next(o for o in self.ops() if isinstance(o, CreatePods) and o.collect_metrics)
+
+    def namespaces(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for op in self.ops():
+            if isinstance(op, CreatePods | Churn):
+                seen[op.namespace] = None
+        return list(seen)
+
+    @property
+    def label(self) -> str:
+        """``Name/<nodes>Nodes_<pods>Pods`` as scheduler_perf names its workloads."""
+        n = self.params.get(NODES_PARAM, 0)
+        return f"{self.name}/{n}Nodes_{self.params.get(PODS_PARAM, 0)}Pods"
+
+    # ---- objects ------------------------------------------------------------------
+
+    def node_objects(self) -> list[Obj]:
+        """Every node of every createNodes op, in creation order (status included)."""
+        nodes: list[Obj] = []
+        for op in self.ops():
+            if isinstance(op, CreateNodes):
+                for i in range(op.count):
+                    labels = {BENCH_LABEL: self.key}
+                    if op.label_key and op.label_values:
+                        labels[op.label_key] = op.label_values[i % len(op.label_values)]
+                    nodes.append(instantiate(op.template, len(nodes), labels=labels))
+        return nodes
+
+    def pod_objects(self, op: CreatePods, node_names: list[str]) -> Iterator[Obj]:
+        """The pods of one createPods op (bound ones round-robin over ``node_names``)."""
+        if op.bound and not node_names:
+            raise WorkloadError(f"{self.key}: bound pods need nodes")
+        for i in range(op.count):
+            node = node_names[i % len(node_names)] if op.bound else None
+            yield instantiate(op.template, i, namespace=op.namespace, node_name=node)
+
+
+def instantiate(
+    template: Obj,
+    index: int,
+    *,
+    namespace: str | None = None,
+    node_name: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    suffix: str = "",
+) -> Obj:
+    """A copy of ``template`` named ``<generateName><index><suffix>``."""
+    obj = copy.deepcopy(template)
+    meta = obj.setdefault("metadata", {})
+    prefix = meta.pop("generateName", None) or f"{str(obj.get('kind', 'obj')).lower()}-"
+    meta["name"] = f"{prefix}{index}{suffix}"
+    if labels:
+        meta["labels"] = {**(meta.get("labels") or {}), **labels}
+    kind = obj.get("kind")
+    if kind == "Node":
+        meta.setdefault("labels", {})[HOSTNAME_LABEL] = meta["name"]
+        status = obj.setdefault("status", {})
+        if "capacity" in status and "allocatable" not in status:
+            status["allocatable"] = dict(status["capacity"])
+    elif namespace is not None:
+        meta["namespace"] = namespace
+    if node_name is not None:
+        obj.setdefault("spec", {})["nodeName"] = node_name
+    return obj
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def workloads_dir() -> Path:
+    """``$KSCHED_BENCH_WORKLOADS``, else ``benches/workloads`` of this source tree or of
+    the current directory or one of its parents."""
+    if env := os.environ.get("KSCHED_BENCH_WORKLOADS"):
+        return Path(env)
+    candidates = [Path(__file__).resolve().parents[3]]
+    cwd = Path.cwd().resolve()
+    candidates += [cwd, *cwd.parents]
+    for base in candidates:
+        d = base / "benches" / "workloads"
+        if d.is_dir():
+            return d
+    raise WorkloadError(
+        "benches/workloads not found; run from the ksched repository or set KSCHED_BENCH_WORKLOADS"
+    )
+
+
+def _load_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise WorkloadError(f"{path}: {exc}") from exc
+
+
+def load_templates(directory: Path) -> dict[str, Obj]:
+    out: dict[str, Obj] = {}
+    tdir = directory / "templates"
+    for p in sorted(tdir.glob("*.yaml")):
+        doc = _load_yaml(p)
+        if not isinstance(doc, dict) or "kind" not in doc:
+            raise WorkloadError(f"{p}: not a Kubernetes object")
+        out[p.stem] = doc
+    return out
+
+
+def load_workload(path: Path, templates: Mapping[str, Obj] | None = None) -> WorkloadSpec:
+    doc = _load_yaml(path)
+    if not isinstance(doc, dict):
+        raise WorkloadError(f"{path}: expected a mapping")
+    for required in ("name", "params", "ops"):
+        if required not in doc:
+            raise WorkloadError(f"{path}: missing field {required!r}")
+    params = doc["params"]
+    if not isinstance(params, dict) or not all(isinstance(v, int) for v in params.values()):
+        raise WorkloadError(f"{path}: params must map names to integers")
+    ops = doc["ops"]
+    if not isinstance(ops, list) or not all(isinstance(o, dict) for o in ops):
+        raise WorkloadError(f"{path}: ops must be a list of mappings")
+    spec = WorkloadSpec(
+        name=str(doc["name"]),
+        key=path.stem,
+        description=str(doc.get("description", "")),
+        upstream=str(doc.get("upstream", "")),
+        params=dict(params),
+        raw_ops=tuple(ops),
+        templates=templates if templates is not None else load_templates(path.parent),
+        priority_classes={str(k): int(v) for k, v in (doc.get("priorityClasses") or {}).items()},
+        path=str(path),
+    )
+    spec.ops()  # validate now, not in the middle of a run
+    return spec
+
+
+def load_all(directory: Path | None = None) -> dict[str, WorkloadSpec]:
+    """Every workload file of ``directory`` (default :func:`workloads_dir`), by key."""
+    d = directory if directory is not None else workloads_dir()
+    templates = load_templates(d)
+    return {p.stem: load_workload(p, templates) for p in sorted(d.glob("*.yaml"))}
+
+
+def _norm(s: str) -> str:
+    return "".join(c for c in s.lower() if c.isalnum())
+
+
+def find(name: str, workloads: Mapping[str, WorkloadSpec]) -> WorkloadSpec:
+    """A workload by file stem or scheduler_perf name, ignoring case and punctuation,
+    with or without the ``Scheduling`` prefix (``scheduling-basic``, ``SchedulingBasic``,
+    ``basic``)."""
+    want = _norm(name)
+    for spec in workloads.values():
+        aliases = {_norm(spec.key), _norm(spec.name)}
+        aliases |= {a.removeprefix("scheduling") for a in list(aliases)}
+        if want in aliases:
+            return spec
+    raise WorkloadError(f"unknown workload {name!r} (known: {', '.join(sorted(workloads))})")
+
+
+def resolve_priority(pod: Obj, classes: Mapping[str, int]) -> Obj:
+    """What the Priority admission plugin does: ``priorityClassName`` → ``spec.priority``
+    (for the embedded cluster, which has no admission)."""
+    spec = pod.get("spec") or {}
+    cls = spec.get("priorityClassName")
+    if cls and "priority" not in spec and cls in classes:
+        spec["priority"] = classes[cls]
+    return pod
