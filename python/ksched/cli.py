@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.set_defaults(func=_simulate)
     _add_run_command(sub)
+    from ksched.bench import command as bench_command
+
+    bench_command.add_parser(sub)
     check = sub.add_parser(
         "validate-config",
         help="print the effective configuration, or every error (exit 1)",

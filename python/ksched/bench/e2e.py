@@ -396,6 +396,11 @@ class E2EOptions:
     concurrency: int = 32
     timeout: float = 600.0
     ready_timeout: float = 300.0
+    #: "scheduler_perf": create the measured pods while the scheduler runs (the clock
+    #: runs from the first created to the last bound); "backlog": create them before
+    #: the scheduler starts (first bound to last bound) — the scheduler's own drain
+    #: rate, without the harness's creation rate in the window.
+    mode: str = "scheduler_perf"
 
 
 class Bench:
@@ -524,18 +529,33 @@ class Bench:
         await self._cleanup_run(spec)
         await self._ensure_init_pods(spec)
         measured = spec.measured()
+        backlog = self.opts.mode == "backlog"
         result = RunResult(
             scheduler=which,
-            target="apiserver",
+            target="apiserver" if not backlog else "apiserver-backlog",
             workload=spec.name,
             label=spec.label,
             nodes=spec.params.get(NODES_PARAM, 0),
             existing_pods=spec.params.get(EXISTING_PARAM, 0),
             pods=spec.params.get(PODS_PARAM, measured.count),
         )
+        watcher = _BindWatcher(self.api, pods_path(measured.namespace), measured.count)
+        if backlog:
+            if any(
+                isinstance(o, CreatePods) and not o.bound and not o.collect_metrics
+                for o in spec.ops()
+            ):
+                raise ValueError(f"{spec.label}: backlog mode needs pre-bound init pods")
+            t0 = time.monotonic()
+            await self._create_pods(spec, measured, result, None)
+            self.on_progress(
+                f"{spec.label}: {measured.count} pending pods in {time.monotonic() - t0:.1f}s"
+            )
+            await watcher.start()
         self.on_progress(f"{spec.label} [{which}]: starting")
         under = self._start(which)
         churns: list[asyncio.Task[None]] = []
+        before = ""
         try:
             await under.wait_ready(len(self._node_names), self.opts.ready_timeout)
             for op in spec.ops():
@@ -545,8 +565,12 @@ class Bench:
                 _ApiChurn(self.api, op, spec) for op in spec.ops() if isinstance(op, Churn)
             ]
             churns = [asyncio.ensure_future(c.run()) for c in churn_ops]
-            before = await under.scrape()
-            await self._measure(spec, measured, under, result)
+            if not backlog:
+                # Attempts before the measured op (none with pre-bound init pods) are
+                # subtracted; in backlog mode the scheduler is already at work here.
+                before = await under.scrape()
+                await watcher.start()
+            await self._measure(spec, measured, under, result, watcher, backlog=backlog)
             after = await under.scrape()
             result.peak_rss_mib = procstat.peak_rss_mib(under.pid)
             result.cpu_seconds = procstat.cpu_seconds(under.pid)
@@ -557,6 +581,7 @@ class Bench:
             for t in churns:
                 t.cancel()
             await asyncio.gather(*churns, return_exceptions=True)
+            await watcher.stop()
             await under.stop()
         buckets = procstat.subtract(
             procstat.histogram(after, ATTEMPT_METRIC, {"result": "scheduled"})[0],
@@ -588,93 +613,137 @@ class Bench:
                 raise TimeoutError(f"{spec.label}: init pods in {op.namespace} not scheduled")
             await asyncio.sleep(0.5)
 
-    async def _measure(
-        self, spec: WorkloadSpec, op: CreatePods, under: UnderTest, result: RunResult
+    async def _create_pods(
+        self, spec: WorkloadSpec, op: CreatePods, result: RunResult, start: float | None
     ) -> None:
         path = pods_path(op.namespace)
-        expected = op.count
-        seen: set[str] = set()
-        _, rv = await self.api.list(path, {"fieldSelector": "spec.nodeName!="})
-        start = time.perf_counter()
-        last_bind = start
-        all_bound = asyncio.Event()
-
-        def bound(name: str) -> None:
-            nonlocal last_bind
-            if name not in seen:
-                seen.add(name)
-                last_bind = time.perf_counter()
-                result.bind_times.append(last_bind - start)
-                if len(seen) >= expected:
-                    all_bound.set()
-
-        async def watcher() -> None:
-            nonlocal rv
-            while True:
-                try:
-                    async for ev in watch(
-                        self.api.rest,
-                        path,
-                        resource_version=rv,
-                        params={"fieldSelector": "spec.nodeName!="},
-                        timeout_seconds=3600,
-                    ):
-                        meta = ev.object.get("metadata") or {}
-                        if ev.type in ("ADDED", "MODIFIED"):
-                            bound(str(meta.get("name")))
-                        if meta.get("resourceVersion"):
-                            rv = str(meta["resourceVersion"])
-                except (APIError, TimeoutError, OSError):
-                    await asyncio.sleep(0.2)
-                # The watch ended: catch up with a list, then watch again from there.
-                items, rv = await self.api.list(path, {"fieldSelector": "spec.nodeName!="})
-                for p in items:
-                    bound(str(p["metadata"]["name"]))
-
         created = 0
 
         async def create(p: Obj) -> None:
             nonlocal created
             await self.api.create(path, p)
             created += 1
-            result.create_times.append(time.perf_counter() - start)
+            if start is not None:
+                result.create_times.append(time.perf_counter() - start)
+            elif created % 500 == 0:
+                self.on_progress(f"{spec.label}: pending pods {created}/{op.count}")
 
-        watch_task = asyncio.ensure_future(watcher())
-        await asyncio.sleep(0.05)  # let the watch connect
+        await self.api.gather(create(p) for p in spec.pod_objects(op, self._node_names))
+
+    async def _measure(
+        self,
+        spec: WorkloadSpec,
+        op: CreatePods,
+        under: UnderTest,
+        result: RunResult,
+        watcher: _BindWatcher,
+        *,
+        backlog: bool,
+    ) -> None:
+        expected = op.count
         cpu0 = self._cpu(under.pid)
         start = time.perf_counter()
+        watcher.origin = start
         create_task = asyncio.ensure_future(
-            self.api.gather(create(p) for p in spec.pod_objects(op, self._node_names))
+            asyncio.sleep(0) if backlog else self._create_pods(spec, op, result, start)
         )
         deadline = start + self.opts.timeout
+        cpu1 = cpu0
         try:
-            while not all_bound.is_set():
+            while not watcher.done.is_set():
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(all_bound.wait(), 0.5)
+                    await asyncio.wait_for(watcher.done.wait(), 0.5)
                 now = time.perf_counter()
                 el = now - start
+                n = len(watcher.seen)
+                made = expected if backlog else len(result.create_times)
                 self.on_progress(
-                    f"{spec.label} [{under.name}]: created {created}/{expected}, bound "
-                    f"{len(seen)}/{expected}, {len(seen) / max(el, 1e-9):,.0f} pods/s, {el:.0f}s"
+                    f"{spec.label} [{under.name}]: created {made}/{expected}, bound "
+                    f"{n}/{expected}, {n / max(el, 1e-9):,.0f} pods/s, {el:.0f}s"
                 )
-                if create_task.done() and create_task.exception() is not None:
-                    raise create_task.exception()  # type: ignore[misc]
+                if create_task.done() and (exc := create_task.exception()) is not None:
+                    raise exc
                 if not under.alive():
                     result.notes.append("the scheduler exited during the run")
                     break
                 if now > deadline:
                     result.notes.append(f"timed out after {self.opts.timeout:.0f}s")
                     break
-        finally:
             cpu1 = self._cpu(under.pid)
-            watch_task.cancel()
+            wall = time.perf_counter() - start
+        finally:
             create_task.cancel()
-            await asyncio.gather(watch_task, create_task, return_exceptions=True)
-        result.bound = len(seen)
+            await asyncio.gather(create_task, return_exceptions=True)
+        times = sorted(watcher.times)
+        if backlog and times:
+            # Pods were pending before the scheduler started: the clock runs from the
+            # first bind to the last.
+            first = times[0]
+            times = [t - first for t in times]
+            result.notes.append(f"backlog: first bind {first:.2f}s after the scheduler was ready")
+        result.bind_times = times
+        result.bound = len(watcher.seen)
         result.completed = result.bound >= expected
-        result.seconds = max(last_bind - start, 1e-9)
-        result.pods_per_second = result.bound / result.seconds
+        result.seconds = max(times[-1] if times else 0.0, 1e-9)
+        result.pods_per_second = (result.bound - (1 if backlog else 0)) / result.seconds
         result.create_seconds = max(result.create_times) if result.create_times else 0.0
         result.cpu_seconds_measured = cpu1["scheduler"] - cpu0["scheduler"]
         result.other_cpu_seconds = {k: cpu1[k] - cpu0.get(k, 0.0) for k in cpu1 if k != "scheduler"}
-        result.other_cpu_seconds["wall"] = time.perf_counter() - start
+        result.other_cpu_seconds["wall"] = wall
+
+
+class _BindWatcher:
+    """Watches a namespace's bound pods (``spec.nodeName!=``) and timestamps each one
+    the first time it is seen bound (seconds after :attr:`origin`)."""
+
+    def __init__(self, api: BenchAPI, path: str, expected: int) -> None:
+        self.api, self.path, self.expected = api, path, expected
+        self.seen: set[str] = set()
+        self.times: list[float] = []
+        self.origin = time.perf_counter()
+        self.done = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._rv = ""
+
+    def _bound(self, name: str) -> None:
+        if name not in self.seen:
+            self.seen.add(name)
+            self.times.append(time.perf_counter() - self.origin)
+            if len(self.seen) >= self.expected:
+                self.done.set()
+
+    async def start(self) -> None:
+        items, self._rv = await self.api.list(self.path, {"fieldSelector": "spec.nodeName!="})
+        for p in items:
+            self._bound(str(p["metadata"]["name"]))
+        self._task = asyncio.ensure_future(self._run())
+        await asyncio.sleep(0.05)  # let the watch connect
+
+    async def _run(self) -> None:
+        sel = {"fieldSelector": "spec.nodeName!="}
+        while True:
+            try:
+                async for ev in watch(
+                    self.api.rest,
+                    self.path,
+                    resource_version=self._rv,
+                    params=sel,
+                    timeout_seconds=3600,
+                ):
+                    meta = ev.object.get("metadata") or {}
+                    if ev.type in ("ADDED", "MODIFIED"):
+                        self._bound(str(meta.get("name")))
+                    if meta.get("resourceVersion"):
+                        self._rv = str(meta["resourceVersion"])
+            except (APIError, TimeoutError, OSError):
+                await asyncio.sleep(0.2)
+            # The watch ended: catch up with a list, then watch again from there.
+            with contextlib.suppress(APIError, TimeoutError, OSError):
+                items, self._rv = await self.api.list(self.path, sel)
+                for p in items:
+                    self._bound(str(p["metadata"]["name"]))
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)

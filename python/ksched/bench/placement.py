@@ -22,7 +22,7 @@ Only ``matchLabels`` selectors are evaluated (what the workload templates use);
 from __future__ import annotations
 
 import statistics
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -141,19 +141,32 @@ def summarize(
 
 def _domain_counts(
     key: str,
-    selector: Mapping[str, Any],
+    selector: Mapping[str, Any] | None,
     node_labels: Mapping[str, Mapping[str, str]],
     pods: Iterable[Obj],
+    namespaces: frozenset[str] | None,
 ) -> dict[str, int]:
+    """Matching pods per domain of ``key`` (every node's domain, zero included), counting
+    pods of ``namespaces`` only (None: every namespace)."""
     counts: dict[str, int] = {}
     for labels in node_labels.values():
         if key in labels:
             counts.setdefault(labels[key], 0)
     for p in pods:
+        if namespaces is not None and p["metadata"].get("namespace") not in namespaces:
+            continue
         d = node_labels[p["spec"]["nodeName"]].get(key)
         if d is not None and _matches(selector, _labels(p)):
             counts[d] += 1
     return counts
+
+
+def _term_namespaces(term: Mapping[str, Any], own: str) -> frozenset[str] | None:
+    """The namespaces an affinity term covers: its list, every one for an empty
+    namespaceSelector, else the pod's own."""
+    if term.get("namespaceSelector") == {}:
+        return None
+    return frozenset(term.get("namespaces") or ()) or frozenset((own,))
 
 
 def _check_constraints(
@@ -163,10 +176,11 @@ def _check_constraints(
     measured: list[Obj],
 ) -> list[dict[str, Any]]:
     spec = template.get("spec") or {}
+    own = str(measured[0]["metadata"].get("namespace")) if measured else ""
     out: list[dict[str, Any]] = []
     for c in spec.get("topologySpreadConstraints") or ():
         key = c["topologyKey"]
-        counts = _domain_counts(key, c.get("labelSelector"), node_labels, bound)
+        counts = _domain_counts(key, c.get("labelSelector"), node_labels, bound, frozenset((own,)))
         skew = max(counts.values()) - min(counts.values()) if counts else 0
         hard = c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
         out.append(
@@ -187,11 +201,7 @@ def _check_constraints(
         ) or ():
             key = term["topologyKey"]
             sel = term.get("labelSelector")
-            by_domain: dict[str, int] = defaultdict(int)
-            for p in bound:
-                d = node_labels[p["spec"]["nodeName"]].get(key)
-                if d is not None and _matches(sel, _labels(p)):
-                    by_domain[d] += 1
+            by_domain = _domain_counts(key, sel, node_labels, bound, _term_namespaces(term, own))
             bad = 0
             for p in measured:
                 d = node_labels[p["spec"]["nodeName"]].get(key)

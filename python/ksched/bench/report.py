@@ -197,13 +197,13 @@ def _f(v: float, fmt: str) -> str:
 def table(comparisons: Sequence[Comparison]) -> str:
     """The terminal table: one row per scheduler, a ratio row when both ran."""
     head = (
-        f"{'workload':<44} {'scheduler':<15} {'bound':>11} {'pods/s':>9} {'p50 ms':>8} "
-        f"{'p99 ms':>8} {'RSS MiB':>8} {'CPU s':>7} {'quality':>8}"
+        f"{'scheduler':<18} {'bound':>11} {'pods/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'RSS MiB':>8} {'CPU s':>7} {'quality':>9}"
     )
     lines = [head, "-" * len(head)]
     for c in comparisons:
         q = c.quality()
-        first = True
+        lines.append(f"{c.label} [{c.target}]")
         for sched in sorted(c.runs, key=lambda s: (s != KSCHED, s)):
             rep = c.representative(sched)
             assert rep is not None
@@ -212,29 +212,28 @@ def table(comparisons: Sequence[Comparison]) -> str:
             if rep.placement is not None and rep.placement.violations:
                 qual = (qual + f" v={rep.placement.violations}").strip()
             n = len(c.runs[sched])
-            name = sched + (f" x{n}" if n > 1 else "")
+            name = "  " + sched + (f" x{n}" if n > 1 else "")
             lines.append(
-                f"{(c.label + ' [' + c.target + ']') if first else '':<44} {name:<15} {bound:>11} "
+                f"{name:<18} {bound:>11} "
                 f"{_f(c.median(sched, 'pods_per_second'), ',.0f'):>9} "
                 f"{_f(c.median(sched, 'attempt_p50_ms'), '.2f'):>8} "
                 f"{_f(c.median(sched, 'attempt_p99_ms'), '.2f'):>8} "
                 f"{_f(c.median(sched, 'peak_rss_mib'), '.0f'):>8} "
-                f"{_f(c.median(sched, 'cpu_seconds_measured'), '.1f'):>7} {qual:>8}"
+                f"{_f(c.median(sched, 'cpu_seconds_measured'), '.1f'):>7} {qual:>9}"
             )
-            first = False
         r = c.ratios()
         if r:
             lines.append(
-                f"{'':<44} {'ksched/upstream':<15} {'':>11} "
+                f"{'  ksched/upstream':<18} {'':>11} "
                 f"{_f(r['throughput'], '.2f') + 'x':>9} {_f(r['attempt_p50'], '.2f') + 'x':>8} "
                 f"{_f(r['attempt_p99'], '.2f') + 'x':>8} {_f(r['peak_rss'], '.2f') + 'x':>8} "
                 f"{_f(r['cpu_seconds_measured'], '.2f') + 'x':>7}"
             )
         for sched in c.runs:
-            for note in {n for run in c.runs[sched] for n in run.notes}:
-                lines.append(f"{'':<44} note ({sched}): {note}")
+            for note in sorted({n for run in c.runs[sched] for n in run.notes}):
+                lines.append(f"    note ({sched}): {note}")
         if q is not None and q["worse"]:
-            lines.append(f"{'':<44} placement worse: {'; '.join(q['worse'])}")
+            lines.append(f"    placement worse: {'; '.join(q['worse'])}")
     return "\n".join(lines)
 
 
@@ -291,11 +290,12 @@ def plot(path: Path, comparisons: Sequence[Comparison]) -> None:
     colors = {KSCHED: "tab:blue", UPSTREAM: "tab:orange"}
     for i, c in enumerate(comparisons):
         ax = axes[i // cols][i % cols]
+        reps = [r for s in c.runs if (r := c.representative(s)) is not None]
+        step = _step(max((max(r.bind_times) for r in reps if r.bind_times), default=1.0))
         for sched in sorted(c.runs, key=lambda s: (s != KSCHED, s)):
             rep = c.representative(sched)
             if rep is None or not rep.bind_times:
                 continue
-            step = _step(rep)
             ys = per_interval(rep.bind_times, step)
             xs = [step * (k + 0.5) for k in range(len(ys))]
             ax.plot(
@@ -327,9 +327,8 @@ def plot(path: Path, comparisons: Sequence[Comparison]) -> None:
     plt.close(fig)
 
 
-def _step(r: RunResult) -> float:
+def _step(span: float) -> float:
     """1 s buckets, finer for runs shorter than 10 s (the embedded cluster)."""
-    span = max(r.bind_times) if r.bind_times else 1.0
     return 1.0 if span >= 10 else max(0.01, span / 20)
 
 
