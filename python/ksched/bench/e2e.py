@@ -66,7 +66,7 @@ from ksched.bench.workload import (
 from ksched.client.kubeconfig import load_client_config
 from ksched.client.rest import MERGE_PATCH, RestClient
 from ksched.client.watching import watch
-from ksched.cluster import APIError, Conflict, NotFound
+from ksched.cluster import APIError, Conflict, Gone, NotFound
 from ksched.testing.controlplane import ControlPlane, KubeScheduler
 
 ATTEMPT_METRIC = "scheduler_scheduling_attempt_duration_seconds"
@@ -94,8 +94,10 @@ class BenchAPI:
 
     def __init__(self, kubeconfig: str, *, concurrency: int = 32) -> None:
         config = load_client_config(kubeconfig=kubeconfig, qps=-1, burst=1)
-        self.rest = RestClient(config, max_connections=concurrency + 8)
+        self.rest = RestClient(config, max_connections=concurrency + 16)
         self.sem = asyncio.Semaphore(concurrency)
+        #: Reads never queue behind thousands of pending creates.
+        self.read_sem = asyncio.Semaphore(8)
 
     async def close(self) -> None:
         await self.rest.close()
@@ -142,7 +144,8 @@ class BenchAPI:
             q["limit"] = "1000"
             if cont:
                 q["continue"] = cont
-            page = await self.call("GET", path, params=q)
+            async with self.read_sem:
+                page = await self.rest.request_json("GET", path, params=q)
             meta = page.get("metadata") or {}
             rv = rv or str(meta.get("resourceVersion") or "")
             items.extend(page.get("items") or ())
@@ -153,7 +156,8 @@ class BenchAPI:
     async def count(self, path: str, params: dict[str, str] | None = None) -> int:
         q = dict(params or {})
         q["limit"] = "1"
-        page = await self.call("GET", path, params=q)
+        async with self.read_sem:
+            page = await self.rest.request_json("GET", path, params=q)
         meta = page.get("metadata") or {}
         return len(page.get("items") or ()) + int(meta.get("remainingItemCount") or 0)
 
@@ -682,6 +686,8 @@ class Bench:
             times = [t - first for t in times]
             result.notes.append(f"backlog: first bind {first:.2f}s after the scheduler was ready")
         result.bind_times = times
+        if watcher.restarts:
+            result.notes.append(f"bind watch re-established {watcher.restarts}x")
         result.bound = len(watcher.seen)
         result.completed = result.bound >= expected
         result.seconds = max(times[-1] if times else 0.0, 1e-9)
@@ -704,6 +710,8 @@ class _BindWatcher:
         self.done = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._rv = ""
+        #: Times the watch had to be re-established.
+        self.restarts = 0
 
     def _bound(self, name: str) -> None:
         if name not in self.seen:
@@ -735,13 +743,17 @@ class _BindWatcher:
                         self._bound(str(meta.get("name")))
                     if meta.get("resourceVersion"):
                         self._rv = str(meta["resourceVersion"])
-            except (APIError, TimeoutError, OSError):
-                await asyncio.sleep(0.2)
-            # The watch ended: catch up with a list, then watch again from there.
-            with contextlib.suppress(APIError, TimeoutError, OSError):
+                # The server ended the watch (e.g. a consumer it found too slow while
+                # the harness was busy creating pods): resume from the last version.
+                self.restarts += 1
+            except Gone:
+                self.restarts += 1
                 items, self._rv = await self.api.list(self.path, sel)
                 for p in items:
                     self._bound(str(p["metadata"]["name"]))
+            except (APIError, TimeoutError, OSError):
+                self.restarts += 1
+                await asyncio.sleep(0.1)
 
     async def stop(self) -> None:
         if self._task is not None:
