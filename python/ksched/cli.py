@@ -95,9 +95,40 @@ def _add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         const=True,
         default=None,
         metavar="BOOL",
-        help="overrides leaderElection.leaderElect (leader election is not implemented yet)",
+        help="overrides leaderElection.leaderElect",
     )
     p.add_argument("--write-config-to", help="write the effective configuration and exit")
+    p.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="A=true,B=false",
+        help="feature gates; ksched uses CoordinatedLeaderElection (default false)",
+    )
+    serving = p.add_argument_group("secure serving and delegated authentication")
+    serving.add_argument("--bind-address", default="0.0.0.0", help="address of the HTTPS endpoints")
+    serving.add_argument(
+        "--secure-port", type=int, default=10259, help="HTTPS port (0: do not serve)"
+    )
+    serving.add_argument("--tls-cert-file", default="", help="serving certificate (PEM)")
+    serving.add_argument("--tls-private-key-file", default="", help="its private key (PEM)")
+    serving.add_argument(
+        "--client-ca-file", default="", help="CA that authenticates client certificates"
+    )
+    serving.add_argument(
+        "--authentication-kubeconfig",
+        default="",
+        help="kubeconfig for TokenReviews (default: the scheduler's own connection)",
+    )
+    serving.add_argument(
+        "--authorization-kubeconfig",
+        default="",
+        help="kubeconfig for SubjectAccessReviews (default: the scheduler's own connection)",
+    )
+    serving.add_argument(
+        "--authorization-always-allow-paths",
+        default="/healthz,/readyz,/livez",
+        help="paths served without authorization (comma-separated; '*' suffix: prefix)",
+    )
     p.add_argument("-v", "--v", dest="verbosity", type=int, default=argparse.SUPPRESS)
     p.set_defaults(func=_run)
 

@@ -28,6 +28,10 @@ Kind = Literal[
     "poddisruptionbudgets",
 ]
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+#: Coordination objects leader election reads and writes: ``coordination.k8s.io/v1``
+#: Leases and (coordinated leader election) ``coordination.k8s.io/v1beta1``
+#: LeaseCandidates.
+LeaseKind = Literal["leases", "leasecandidates"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -97,4 +101,40 @@ class ClusterAPI(Protocol):
 
     async def delete_pod(self, *, namespace: str, name: str, uid: str) -> None:
         """Delete the pod (preemption), with a UID precondition."""
+        ...
+
+    # ---- leader election (:mod:`ksched.leaderelection`) ------------------------------
+
+    async def get_lease(
+        self, *, namespace: str, name: str, kind: LeaseKind = "leases"
+    ) -> dict[str, Any]:
+        """The Lease (or LeaseCandidate) object. Raises :class:`NotFound`."""
+        ...
+
+    async def create_lease(
+        self, *, lease: dict[str, Any], kind: LeaseKind = "leases"
+    ) -> dict[str, Any]:
+        """Create the object (namespace and name from its metadata); returns it as stored.
+        Raises :class:`Conflict` (reason AlreadyExists) when it exists."""
+        ...
+
+    async def update_lease(
+        self, *, lease: dict[str, Any], kind: LeaseKind = "leases"
+    ) -> dict[str, Any]:
+        """Replace the object (PUT). Its ``metadata.resourceVersion`` is the optimistic
+        concurrency precondition: a stale one raises :class:`Conflict`."""
+        ...
+
+
+class ReviewAPI(Protocol):
+    """Delegated authentication and authorization for ksched's HTTPS endpoints
+    (:mod:`ksched.server`): the API server reviews tokens and access, as it does for
+    kube-scheduler. Both calls take the review's ``spec`` and return its ``status``."""
+
+    async def create_token_review(self, *, spec: dict[str, Any]) -> dict[str, Any]:
+        """POST an ``authentication.k8s.io/v1`` TokenReview."""
+        ...
+
+    async def create_subject_access_review(self, *, spec: dict[str, Any]) -> dict[str, Any]:
+        """POST an ``authorization.k8s.io/v1`` SubjectAccessReview."""
         ...

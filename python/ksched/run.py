@@ -7,14 +7,29 @@ profile, connect to the API server (:mod:`ksched.client`), start the informers (
 wait for the caches to sync — the handlers run inline, so that is also "handlers
 synced"), then schedule.
 
-Shutdown, as kube-scheduler's signal handling: the first SIGTERM (or SIGINT) stops
-taking pods, lets the bindings and events in flight finish, stops the informers and
-exits 0; a second signal exits at once with status 1.
+Leader election (:mod:`ksched.leaderelection`), as kube-scheduler's ``Run``: with
+``leaderElection.leaderElect: true`` (the v1 default) the replica starts its informers
+(unless ``delayCacheUntilActive``), then competes for the Lease
+``resourceNamespace/resourceName`` under the identity ``<hostname>_<uuid>``; once it
+leads it schedules (and, with ``delayCacheUntilActive: true``, only then starts the
+informers). Losing the lease stops scheduling at once and exits 1. With
+``--feature-gates=CoordinatedLeaderElection=true`` it also publishes a LeaseCandidate
+and lets the API server's controller pick the holder. ``leaderElect: false`` schedules
+without a lease.
 
-Not here yet, and refused rather than faked: leader election (issue 7). With
-``leaderElection.leaderElect: true`` (the v1 default) ``ksched run`` logs why and exits
-1 unless ``--leader-elect=false`` is given. Scheduler extenders are refused too.
-``clientConnection.contentType`` is ignored: ksched always speaks JSON (no protobuf).
+Shutdown, as kube-scheduler's signal handling: the first SIGTERM (or SIGINT) stops
+taking pods, lets the bindings and events in flight finish, releases the lease (holder
+cleared, ``leaseDurationSeconds: 1``: a standby takes over at its next retry), stops the
+informers and exits 0; a second signal exits at once with status 1. Unlike upstream,
+which releases the lease as soon as the signal arrives, ksched keeps renewing while its
+bindings drain and releases afterwards, so two replicas never bind at the same time.
+
+Endpoints (:mod:`ksched.server`): HTTPS on ``--bind-address:--secure-port`` (default
+``0.0.0.0:10259``; port 0 disables it) with ``/healthz``, ``/livez``, ``/readyz``,
+``/metrics`` and ``/configz``, authenticated and authorized through the API server.
+
+Scheduler extenders are refused. ``clientConnection.contentType`` is ignored: ksched
+always speaks JSON (no protobuf).
 
 Profiles come from :func:`ksched.profiles.build_profiles` (shared with ``ksched
 simulate --config``); the config is validated against the installed out-of-tree plugins
@@ -36,11 +51,13 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+import socket
+import uuid
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -54,8 +71,23 @@ from ksched.config import (
 )
 from ksched.framework.profile import Profile
 from ksched.framework.registry import default_registry
+from ksched.leaderelection import (
+    LeaderElector,
+    LeaderMetrics,
+    LeaseCandidate,
+    LeaseLock,
+    lease_event_recorder,
+)
 from ksched.profiles import ProfileError, build_profiles
 from ksched.scheduler import Scheduler
+from ksched.server import (
+    ALWAYS_ALLOW_PATHS,
+    DelegatingAuth,
+    EndpointServer,
+    HealthCheck,
+    HealthGroup,
+    ServingOptions,
+)
 
 if TYPE_CHECKING:
     from ksched.cluster import ClusterAPI
@@ -67,8 +99,21 @@ _EMPTY_CONFIG = b"apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedule
 UNCLAIMED_PODS = "ksched_unclaimed_pods"
 
 
+#: The Kubernetes version ksched follows, published in its LeaseCandidate
+#: (binaryVersion and emulationVersion) for coordinated leader election.
+KUBE_VERSION = "1.36.0"
+#: ``NewLeaderHealthzAdaptor(time.Second * 20)`` in kube-scheduler.
+LEADER_WATCHDOG_TOLERANCE = 20.0
+#: Feature gates ``ksched run`` knows (others are accepted and ignored, with a warning).
+FEATURE_GATES = {"CoordinatedLeaderElection": False}
+
+
 class RunError(Exception):
     """``ksched run`` cannot start; the message says why."""
+
+
+class LeaderElectionLost(RunError):
+    """The lease could not be renewed within renewDeadline: stop and exit non-zero."""
 
 
 # ------------------------------------------------------------------------- profiles
@@ -124,6 +169,38 @@ class RunOptions:
     master: str = ""
     leader_elect: bool | None = None
     write_config_to: str | None = None
+    bind_address: str = "0.0.0.0"
+    secure_port: int = 10259
+    tls_cert_file: str = ""
+    tls_private_key_file: str = ""
+    client_ca_file: str = ""
+    authentication_kubeconfig: str = ""
+    authorization_kubeconfig: str = ""
+    authorization_always_allow_paths: Sequence[str] = ALWAYS_ALLOW_PATHS
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """``--feature-gates=A=true,B=false`` (component-base syntax)."""
+    gates: dict[str, bool] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or value.strip().lower() not in ("true", "false"):
+            raise RunError(f"invalid feature gate {part!r}: want NAME=true|false")
+        gates[key.strip()] = value.strip().lower() == "true"
+    for key in gates:
+        if key not in FEATURE_GATES:
+            log.warning("feature gate %s is not used by ksched; ignoring it", key)
+    return gates
+
+
+@dataclass(slots=True)
+class RunStatus:
+    """What the readiness checks and the endpoints read while ``ksched run`` runs."""
+
+    sched: Scheduler | None = None
+    handlers_synced: bool = False
+    leading: bool = False
 
 
 def resolve_config(opts: RunOptions) -> KubeSchedulerConfiguration:
@@ -146,12 +223,6 @@ def resolve_config(opts: RunOptions) -> KubeSchedulerConfiguration:
 
 def check_supported(cfg: KubeSchedulerConfiguration) -> None:
     """Refuse what ksched does not implement instead of pretending to."""
-    if cfg.leader_election.leader_elect:
-        raise RunError(
-            "leader election is not implemented yet (issue 7): refusing to start with "
-            "leaderElection.leaderElect=true; run a single instance with "
-            "--leader-elect=false"
-        )
     if cfg.extenders:
         raise RunError("scheduler extenders are not supported by ksched")
     if cfg.client_connection.content_type not in ("", "application/json"):
@@ -159,6 +230,28 @@ def check_supported(cfg: KubeSchedulerConfiguration) -> None:
             "clientConnection.contentType %s is not supported; using application/json",
             cfg.client_connection.content_type,
         )
+    le = cfg.leader_election
+    if le.leader_elect and le.resource_lock not in ("", "leases"):
+        raise RunError(
+            f"leaderElection.resourceLock {le.resource_lock!r} is not supported: only "
+            "'leases' (the only lock kube-scheduler v1.36 accepts)"
+        )
+
+
+async def _first(
+    coro: Coroutine[Any, Any, Any], stopped: asyncio.Future[Any], loop: asyncio.AbstractEventLoop
+) -> bool:
+    """Await ``coro`` unless ``stopped`` completes first (then cancel it); True if it ran
+    to completion."""
+    task = loop.create_task(coro)
+    await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    if task.done():
+        task.result()
+        return True
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return False
 
 
 async def serve(
@@ -170,56 +263,99 @@ async def serve(
     registry: CollectorRegistry | None = None,
     on_started: Callable[[Scheduler], None] | None = None,
     seed: int | None = None,
+    identity: str | None = None,
+    elector: LeaderElector | None = None,
+    status: RunStatus | None = None,
 ) -> Scheduler:
     """Schedule on ``api`` until ``stop`` is set, then shut down gracefully.
 
     Returns the (stopped) scheduler. ``on_started`` is called once the informers have
-    synced and the scheduling loop runs.
+    synced and the scheduling loop runs. With an ``elector`` the scheduling loop runs
+    only while this replica holds the lease (:mod:`ksched.leaderelection`); losing it
+    raises :class:`LeaderElectionLost` without waiting for bindings in flight.
     """
     if profiles is None:
         profiles = profiles_from_config(cfg)
+    status = status if status is not None else RunStatus()
     sched = Scheduler(
         api,
         profiles,
         pod_initial_backoff=float(cfg.pod_initial_backoff_seconds or 1),
         pod_max_backoff=float(cfg.pod_max_backoff_seconds or 10),
         seed=seed,
+        identity=identity,
     )
+    status.sched = sched
     registry = registry if registry is not None else metrics_registry(sched)
-    collector = UnclaimedPodsCollector(sched)
-    registry.register(collector)
+    collectors: list[Collector] = [UnclaimedPodsCollector(sched)]
+    if elector is not None:
+        collectors.append(LeaderMetrics(elector))
+    for c in collectors:
+        registry.register(c)
     loop = asyncio.get_running_loop()
     stopped = loop.create_task(stop.wait())
     run_task: asyncio.Task[None] | None = None
-    try:
+    renew_stop = asyncio.Event()
+    renew_task: asyncio.Task[bool] | None = None
+    delay = elector is not None and cfg.delay_cache_until_active
+
+    async def start_informers() -> bool:
         log.info("starting informers; profiles: %s", ", ".join(profiles))
-        start = loop.create_task(sched.start())
-        await asyncio.wait({start, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        if start.done():
-            start.result()
-            log.info(
-                "caches synced: %d nodes, %d pods; scheduling",
-                len(sched.node_informer.store),
-                len(sched.pod_informer.store),
-            )
+        if not await _first(sched.start(), stopped, loop):
+            return False
+        status.handlers_synced = True
+        log.info(
+            "caches synced: %d nodes, %d pods",
+            len(sched.node_informer.store),
+            len(sched.pod_informer.store),
+        )
+        return True
+
+    try:
+        ready = delay or await start_informers()
+        if ready and elector is not None:
+            ready = await elector.acquire(stop)
+            status.leading = ready
+            if ready:
+                log.info("leading as %s", elector.identity)
+                renew_task = loop.create_task(elector.renew(renew_stop))
+                if delay:
+                    log.info("starting informers and waiting for sync (delayCacheUntilActive)")
+                    ready = await start_informers()
+        if ready and not stop.is_set():
+            log.info("scheduling")
             run_task = loop.create_task(sched.run())
             if on_started is not None:
                 on_started(sched)
-            await asyncio.wait({run_task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            waiting: set[asyncio.Future[Any]] = {run_task, stopped}
+            if renew_task is not None:
+                waiting.add(renew_task)
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if renew_task is not None and renew_task.done() and not renew_task.result():
+                sched.stop()
+                status.leading = False
+                raise LeaderElectionLost(
+                    f"leaderelection lost: lease {elector.lock.describe() if elector else ''} "
+                    "not renewed within renewDeadline"
+                )
             if run_task.done() and not stopped.done():
                 run_task.result()  # the loop ended on its own: surface why
-        else:
-            start.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await start
         log.info("stopping: no new pods; finishing %d binding(s) in flight", sched.binder.in_flight)
-        await sched.shutdown()
+        await sched.shutdown()  # the lease is still renewed meanwhile
+        if renew_task is not None:
+            renew_stop.set()
+            if await renew_task and elector is not None:
+                await elector.release()
+            status.leading = False
     finally:
         stopped.cancel()
-        if run_task is not None and not run_task.done():
-            run_task.cancel()
-            await asyncio.gather(run_task, return_exceptions=True)
-        registry.unregister(collector)
+        renew_stop.set()
+        for task in (run_task, renew_task):
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        for c in collectors:
+            registry.unregister(c)
     log.info("stopped: %d pod(s) bound", sched.stats.bound)
     return sched
 
@@ -247,38 +383,191 @@ def install_signal_handlers(stop: asyncio.Event) -> None:
         loop.add_signal_handler(sig, handler, sig)
 
 
+def health_groups(
+    stop: asyncio.Event,
+    status: RunStatus,
+    elector: LeaderElector | None,
+    candidate: LeaseCandidate | None,
+) -> tuple[HealthGroup, HealthGroup, HealthGroup]:
+    """``/healthz``, ``/livez``, ``/readyz`` with kube-scheduler's checks."""
+    checks: list[HealthCheck] = []
+    ready: list[HealthCheck] = []
+    if elector is not None:
+        watchdog = HealthCheck("leaderElection", lambda: elector.check(LEADER_WATCHDOG_TOLERANCE))
+        checks.append(watchdog)
+        ready.append(watchdog)
+    ready.append(
+        HealthCheck("shutdown", lambda: "process is shutting down" if stop.is_set() else None)
+    )
+    ready.append(
+        HealthCheck(
+            "sched-handler-sync",
+            lambda: None if status.handlers_synced else "waiting for handlers to sync",
+        )
+    )
+    if candidate is not None:
+        ready.append(
+            HealthCheck(
+                "informer-sync",
+                lambda: None if candidate.synced.is_set() else "lease candidate not synced",
+            )
+        )
+    return HealthGroup("healthz", checks), HealthGroup("livez", []), HealthGroup("readyz", ready)
+
+
 async def _run(
     cfg: KubeSchedulerConfiguration, opts: RunOptions, profiles: Mapping[str, Profile]
 ) -> int:
     # ksched.client pulls in aiohttp and kubernetes: only `ksched run` needs them.
-    from ksched.client.api import connect
+    from ksched.client.api import KubeClusterAPI, connect
     from ksched.client.kubeconfig import ClientConfigError
 
     stop = asyncio.Event()
     install_signal_handlers(stop)
     cc = cfg.client_connection
+    closers: list[KubeClusterAPI] = []
     try:
         api = connect(kubeconfig=cc.kubeconfig, master=opts.master, qps=cc.qps, burst=cc.burst)
+        closers.append(api)
+        authn = authz = api
+        if opts.authentication_kubeconfig:
+            authn = connect(kubeconfig=opts.authentication_kubeconfig)
+            closers.append(authn)
+        if opts.authorization_kubeconfig:
+            authz = connect(kubeconfig=opts.authorization_kubeconfig)
+            closers.append(authz)
     except ClientConfigError as exc:
         log.error("cannot configure the API client: %s", exc)
+        for c in closers:
+            await c.close()
         return 1
     log.info("API server %s (%s)", api.config.host, api.config.source)
+    identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+    le = cfg.leader_election
+    elector: LeaderElector | None = None
+    candidate: LeaseCandidate | None = None
+    candidate_stop = asyncio.Event()
+    coordinated = opts.feature_gates.get("CoordinatedLeaderElection", False)
+    if le.leader_elect:
+        lock = LeaseLock(
+            api, namespace=le.resource_namespace, name=le.resource_name, identity=identity
+        )
+
+        try:
+            elector = LeaderElector(
+                lock,
+                lease_duration=le.lease_duration.total_seconds(),
+                renew_deadline=le.renew_deadline.total_seconds(),
+                retry_period=le.retry_period.total_seconds(),
+                name=le.resource_name,
+                coordinated=coordinated,
+                record_event=lease_event_recorder(api, lock, "ksched"),
+                on_new_leader=lambda who: log.info("new leader elected: %s", who or "(none)"),
+            )
+        except ValueError as exc:
+            log.error("leader election: %s", exc)
+            for c in closers:
+                await c.close()
+            return 1
+        if coordinated:
+            candidate = LeaseCandidate(
+                api,
+                namespace=le.resource_namespace,
+                name=identity,
+                lease_name=le.resource_name,
+                binary_version=KUBE_VERSION,
+                emulation_version=KUBE_VERSION,
+                poll_interval=le.retry_period.total_seconds(),
+            )
+    status = RunStatus()
+    server: EndpointServer | None = None
+    candidate_task: asyncio.Task[None] | None = None
+    code = 0
     try:
-        await serve(cfg, api, stop=stop, profiles=profiles)
+        if opts.secure_port > 0:
+            healthz, livez, readyz = health_groups(stop, status, elector, candidate)
+            server = EndpointServer(
+                ServingOptions(
+                    bind_address=opts.bind_address,
+                    secure_port=opts.secure_port,
+                    tls_cert_file=opts.tls_cert_file,
+                    tls_private_key_file=opts.tls_private_key_file,
+                    client_ca_file=opts.client_ca_file,
+                    always_allow_paths=tuple(opts.authorization_always_allow_paths),
+                ),
+                auth=DelegatingAuth(
+                    authn,
+                    authz_reviewer=authz,
+                    always_allow_paths=tuple(opts.authorization_always_allow_paths),
+                ),
+                healthz=healthz,
+                livez=livez,
+                readyz=readyz,
+                metrics=lambda: generate_latest(
+                    metrics_registry(status.sched) if status.sched is not None else REGISTRY
+                ),
+                configz=lambda: {"componentconfig": cfg.to_dict()},
+            )
+            try:
+                await server.start()
+            except (OSError, ValueError) as exc:
+                log.error("failed to start the secure server: %s", exc)
+                return 1
+        if candidate is not None:
+            candidate_task = asyncio.get_running_loop().create_task(candidate.run(candidate_stop))
+        await serve(cfg, api, stop=stop, profiles=profiles, identity=identity,
+                    elector=elector, status=status)  # fmt: skip
+    except LeaderElectionLost as exc:
+        # Upstream exits at once (klog.FlushAndExit): bindings in flight are abandoned,
+        # the new leader schedules whatever they leave pending.
+        log.error("%s", exc)
+        code = 1
+        current = asyncio.current_task()
+        others = [t for t in asyncio.all_tasks() if t is not current]
+        for t in others:
+            t.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
     finally:
-        await api.close()
-    return 0
+        candidate_stop.set()
+        if candidate_task is not None:
+            await asyncio.gather(candidate_task, return_exceptions=True)
+        if server is not None:
+            await server.stop()
+        for c in closers:
+            await c.close()
+    return code
+
+
+def _paths(text: str | None) -> list[str]:
+    if text is None:
+        return list(ALWAYS_ALLOW_PATHS)
+    return [p.strip() for p in text.split(",") if p.strip()]
 
 
 def main(opts: RunOptions | argparse.Namespace) -> int:
     """``ksched run``; returns the exit status."""
     if isinstance(opts, argparse.Namespace):
+        try:
+            gates = parse_feature_gates(getattr(opts, "feature_gates", None) or "")
+        except RunError as exc:
+            log.error("%s", exc)
+            return 1
+        get = vars(opts).get
         opts = RunOptions(
             config=opts.config,
             kubeconfig=opts.kubeconfig,
             master=opts.master or "",
             leader_elect=opts.leader_elect,
             write_config_to=opts.write_config_to,
+            bind_address=get("bind_address") or "0.0.0.0",
+            secure_port=int(get("secure_port", 10259)),
+            tls_cert_file=get("tls_cert_file") or "",
+            tls_private_key_file=get("tls_private_key_file") or "",
+            client_ca_file=get("client_ca_file") or "",
+            authentication_kubeconfig=get("authentication_kubeconfig") or "",
+            authorization_kubeconfig=get("authorization_kubeconfig") or "",
+            authorization_always_allow_paths=_paths(get("authorization_always_allow_paths")),
+            feature_gates=gates,
         )
     try:
         cfg = resolve_config(opts)

@@ -14,7 +14,14 @@ the scheduler runs unchanged on either:
 * ``patch_pod_status`` sends a strategic-merge patch to ``pods/{name}/status`` and
   retries as upstream's ``util.PatchPodStatus`` (``retry.DefaultBackoff`` on internal
   errors, unavailability, refused connections; also on conflicts);
-* ``delete_pod`` deletes with a UID precondition.
+* ``delete_pod`` deletes with a UID precondition;
+* ``get_lease``/``create_lease``/``update_lease`` read and write
+  ``coordination.k8s.io/v1`` Leases (and ``v1beta1`` LeaseCandidates) for leader
+  election; an update is a PUT carrying the object's resourceVersion, so a stale one
+  fails with :class:`~ksched.cluster.Conflict`;
+* ``create_token_review``/``create_subject_access_review`` (the
+  :class:`~ksched.cluster.ReviewAPI`) POST reviews for the HTTPS endpoints' delegated
+  authentication and authorization.
 
 The pod collection is listed and watched with kube-scheduler's field selector
 ``status.phase!=Succeeded,status.phase!=Failed``: a pod that finishes leaves the watch
@@ -37,7 +44,7 @@ from ksched.client.kubeconfig import ClientConfig, load_client_config
 from ksched.client.ratelimit import TokenBucket
 from ksched.client.rest import STRATEGIC_MERGE_PATCH, RestClient
 from ksched.client.watching import watch
-from ksched.cluster import APIError, Gone, Kind, ListResult, WatchEvent
+from ksched.cluster import APIError, Gone, Kind, LeaseKind, ListResult, WatchEvent
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +64,11 @@ _PATHS: dict[str, str] = {
     "replicasets": "/apis/apps/v1/replicasets",
     "statefulsets": "/apis/apps/v1/statefulsets",
     "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",
+}
+
+_LEASE_PATHS: dict[str, str] = {
+    "leases": "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
+    "leasecandidates": "/apis/coordination.k8s.io/v1beta1/namespaces/{ns}/leasecandidates",
 }
 
 # retry.DefaultBackoff: 4 steps from 10ms, factor 5, jitter 0.1.
@@ -109,6 +121,15 @@ class KubeClusterAPI:
         self.rest = RestClient(config, **kwargs)
         #: kube-scheduler's event recorder uses a client (and a rate limit) of its own.
         self.event_limiter = TokenBucket(config.qps, config.burst)
+        #: So does leader election (upstream's "leader-election" client): lease renewals
+        #: never queue behind a backlog of bindings, in the rate limiter or for a
+        #: connection. Reviews of the endpoints' requests use it too.
+        self.lease_rest = RestClient(
+            config,
+            limiter=TokenBucket(config.qps, config.burst),
+            max_connections=8,
+            **kwargs,
+        )
         self.page_size = page_size
         self.pod_field_selector = pod_field_selector
         self.min_watch_timeout = min_watch_timeout
@@ -116,6 +137,7 @@ class KubeClusterAPI:
 
     async def close(self) -> None:
         await self.rest.close()
+        await self.lease_rest.close()
 
     async def __aenter__(self) -> KubeClusterAPI:
         return self
@@ -217,6 +239,58 @@ class KubeClusterAPI:
         if uid:
             options["preconditions"] = {"uid": uid}
         await self.rest.request("DELETE", _pod_path(namespace, name), body=orjson.dumps(options))
+
+    # ---- ClusterAPI: leader election -----------------------------------------------
+
+    @staticmethod
+    def _lease_path(kind: LeaseKind, namespace: str, name: str = "") -> str:
+        path = _LEASE_PATHS[kind].format(ns=quote(namespace, safe=""))
+        return f"{path}/{quote(name, safe='')}" if name else path
+
+    async def _lease_json(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        doc = await self.lease_rest.request_json(method, path, body=body)
+        if not isinstance(doc, dict):
+            raise APIError(0, "DecodeError", f"{method} {path}: the answer is not an object")
+        return doc
+
+    async def get_lease(
+        self, *, namespace: str, name: str, kind: LeaseKind = "leases"
+    ) -> dict[str, Any]:
+        return await self._lease_json("GET", self._lease_path(kind, namespace, name))
+
+    async def create_lease(
+        self, *, lease: dict[str, Any], kind: LeaseKind = "leases"
+    ) -> dict[str, Any]:
+        meta = lease.get("metadata") or {}
+        return await self._lease_json(
+            "POST", self._lease_path(kind, str(meta.get("namespace") or "")), lease
+        )
+
+    async def update_lease(
+        self, *, lease: dict[str, Any], kind: LeaseKind = "leases"
+    ) -> dict[str, Any]:
+        meta = lease.get("metadata") or {}
+        path = self._lease_path(kind, str(meta.get("namespace") or ""), str(meta.get("name")))
+        return await self._lease_json("PUT", path, lease)
+
+    # ---- ReviewAPI -----------------------------------------------------------------
+
+    async def _review(self, path: str, kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+        group = path.split("/")[2]
+        body = {"apiVersion": f"{group}/v1", "kind": kind, "spec": spec}
+        doc = await self._lease_json("POST", path, body)
+        status = doc.get("status")
+        return status if isinstance(status, dict) else {}
+
+    async def create_token_review(self, *, spec: dict[str, Any]) -> dict[str, Any]:
+        return await self._review(
+            "/apis/authentication.k8s.io/v1/tokenreviews", "TokenReview", spec
+        )
+
+    async def create_subject_access_review(self, *, spec: dict[str, Any]) -> dict[str, Any]:
+        return await self._review(
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews", "SubjectAccessReview", spec
+        )
 
 
 def connect(

@@ -8,6 +8,11 @@ from version ``rv`` first replays the history after ``rv`` and then follows live
 changes, and a version older than the history raises :class:`Gone` (the client must
 relist), exactly the contract informers rely on with a real API server.
 
+Leases (and LeaseCandidates) live beside the watched kinds with the same resource
+version counter, and an update with a stale ``resourceVersion`` is a :class:`Conflict`,
+as on a real API server, so leader election runs here unchanged. Token and access
+reviews answer from :attr:`InMemoryCluster.tokens` and :attr:`InMemoryCluster.authorize`.
+
 Bindings can be slowed down (``bind_delay``), held (``bind_gate``) or made to fail
 (``fail_bind``) so tests can exercise those paths.
 """
@@ -20,7 +25,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any, get_args
 
-from ksched.cluster import Conflict, Gone, Kind, ListResult, NotFound, WatchEvent
+from ksched.cluster import Conflict, Gone, Kind, LeaseKind, ListResult, NotFound, WatchEvent
 
 Obj = dict[str, Any]
 
@@ -64,6 +69,13 @@ class InMemoryCluster:
         self.events: deque[Obj] = deque(maxlen=max_events)
         self.event_counts: dict[str, int] = {}
         self.bind_calls = 0
+        self._leases: dict[tuple[LeaseKind, str], Obj] = {}
+        #: Lease writes (creates and updates) accepted, for tests.
+        self.lease_writes = 0
+        #: TokenReview: bearer token → ``userInfo`` (unknown tokens are not authenticated).
+        self.tokens: dict[str, Obj] = {}
+        #: SubjectAccessReview: spec → allowed (None: everything is denied).
+        self.authorize: Callable[[Obj], bool] | None = None
 
     # ---- helpers -----------------------------------------------------------------
 
@@ -217,3 +229,52 @@ class InMemoryCluster:
         if uid and pod["metadata"].get("uid") != uid:
             raise Conflict(f"Precondition failed: UID in precondition: {uid}")
         self.delete("pods", key)
+
+    # ---- leases ------------------------------------------------------------------
+
+    async def get_lease(self, *, namespace: str, name: str, kind: LeaseKind = "leases") -> Obj:
+        lease = self._leases.get((kind, f"{namespace}/{name}"))
+        if lease is None:
+            raise NotFound(f'{kind} "{name}" not found')
+        return lease
+
+    async def create_lease(self, *, lease: Obj, kind: LeaseKind = "leases") -> Obj:
+        key = (kind, _key(lease))
+        if key in self._leases:
+            err = Conflict(f'{kind} "{lease["metadata"].get("name")}" already exists')
+            err.reason = "AlreadyExists"
+            raise err
+        stored = self._stamp(lease, new=True)
+        self._leases[key] = stored
+        self.lease_writes += 1
+        return stored
+
+    async def update_lease(self, *, lease: Obj, kind: LeaseKind = "leases") -> Obj:
+        key = (kind, _key(lease))
+        current = self._leases.get(key)
+        if current is None:
+            raise NotFound(f'{kind} "{lease["metadata"].get("name")}" not found')
+        want = (lease.get("metadata") or {}).get("resourceVersion")
+        if want and want != current["metadata"]["resourceVersion"]:
+            raise Conflict(
+                f'Operation cannot be fulfilled on {kind} "{current["metadata"]["name"]}": '
+                "the object has been modified; please apply your changes to the latest "
+                "version and try again"
+            )
+        meta = {**lease.get("metadata", {}), "uid": current["metadata"].get("uid")}
+        stored = self._stamp({**lease, "metadata": meta}, new=False)
+        self._leases[key] = stored
+        self.lease_writes += 1
+        return stored
+
+    # ---- reviews -----------------------------------------------------------------
+
+    async def create_token_review(self, *, spec: Obj) -> Obj:
+        user = self.tokens.get(str(spec.get("token") or ""))
+        if user is None:
+            return {"authenticated": False, "error": "invalid bearer token"}
+        return {"authenticated": True, "user": user}
+
+    async def create_subject_access_review(self, *, spec: Obj) -> Obj:
+        allowed = self.authorize is not None and self.authorize(spec)
+        return {"allowed": allowed} if allowed else {"allowed": False, "reason": "no rule"}

@@ -76,7 +76,9 @@ def test_flags_override_the_file_and_unsupported_features_are_refused() -> None:
     c = resolve_config(RunOptions(kubeconfig="/k", leader_elect=None))
     assert c.client_connection.kubeconfig == "/k"
     assert c.leader_election.leader_elect is True  # the v1 default
-    with pytest.raises(RunError, match="leader election is not implemented yet"):
+    check_supported(c)  # leader election is supported (ksched.leaderelection)
+    c.leader_election.resource_lock = "endpointsleases"
+    with pytest.raises(RunError, match="resourceLock"):
         check_supported(c)
     c = resolve_config(RunOptions(leader_elect=False))
     check_supported(c)
