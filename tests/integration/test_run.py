@@ -1,6 +1,7 @@
 """``ksched run`` as a process against the real apiserver: it schedules, it stops on
-SIGTERM after finishing the bindings it started, a second signal ends it at once, and it
-refuses leader election instead of faking it."""
+SIGTERM after finishing the bindings it started, a second signal ends it at once, and
+``--leader-elect=false`` runs without a lease (leader election itself:
+test_leader_election.py; the HTTPS endpoints, off here: test_endpoints.py)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ class KschedProcess:
         self.log = log
         self._out = open(log, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ksched", "run", *args],
+            [sys.executable, "-m", "ksched", "run", "--secure-port=0", *args],
             stdout=self._out,
             stderr=subprocess.STDOUT,
         )
@@ -188,27 +189,21 @@ def test_a_second_signal_exits_at_once(
     assert len(bound(control_plane, namespace)) < 20  # it did not wait for the bindings
 
 
-def test_leader_election_is_refused_not_faked(
+def test_leader_elect_false_runs_without_a_lease(
     control_plane: ControlPlane, tmp_path: Path, ksched: Callable[..., KschedProcess]
 ) -> None:
-    # leaderElect defaults to true in v1 configs.
+    # leaderElect defaults to true in v1 configs; the flag overrides the file.
     cfg = write_config(tmp_path / "cfg.yaml", control_plane.kubeconfig, qps=50, burst=100)
-    proc = ksched("--config", str(cfg))
-    assert proc.wait(30) == 1
-    assert "leader election is not implemented yet" in proc.text()
-    # The flag overrides the file, both ways.
-    off = write_config(
-        tmp_path / "off.yaml", control_plane.kubeconfig, qps=50, burst=100,
-        leaderElection={"leaderElect": False},
-    )  # fmt: skip
-    proc = ksched("--config", str(off), "--leader-elect=true")
-    assert proc.wait(30) == 1
-    assert "leader election is not implemented yet" in proc.text()
+    proc = ksched("--config", str(cfg), "--leader-elect=false", "-v", "2")
+    proc.wait_for_log("scheduling")
+    assert "attempting to acquire leader lease" not in proc.text()
     status, leases = control_plane.request(
         "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
     )
     assert status == 200
     assert "kube-scheduler" not in {item["metadata"]["name"] for item in leases["items"]}
+    proc.signal(signal.SIGTERM)
+    assert proc.wait(30) == 0, proc.text()
 
 
 def test_write_config_to_applies_the_flags_and_exits(
