@@ -36,15 +36,20 @@ import random
 import time
 from array import array
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ksched.api.pod import Pod
 from ksched.backend.queue import QueuedPodInfo
 from ksched.backend.queue.cluster_event import EVENT_ASSIGNED_POD_DELETE
 from ksched.cluster import APIError
 from ksched.framework.cycle_state import CycleState
-from ksched.framework.diagnosis import ERR_NO_NODES_AVAILABLE, FitError
-from ksched.framework.interface import NodeInfo
+from ksched.framework.diagnosis import (
+    ERR_NO_NODES_AVAILABLE,
+    FitError,
+    NodeStatuses,
+    RawNodeStatus,
+)
+from ksched.framework.interface import COMPILED_POD_KEY, NOMINATING_KEY, NodeInfo
 from ksched.framework.runtime import Framework
 from ksched.framework.status import Code, Status
 from ksched.metrics import PLUGIN_METRICS_SAMPLE_PERCENT
@@ -78,22 +83,14 @@ class SchedulingStats:
 # ---- placement ---------------------------------------------------------------------------
 
 
-def _rust_fit_error(result: Any) -> FitError:
-    plugins = frozenset(plugin for _, _, plugin, _ in result.statuses)
+def _rust_fit_error(result: Any, statuses: Sequence[RawNodeStatus]) -> FitError:
+    plugins = frozenset(plugin for _, _, plugin, _ in statuses)
     return FitError(
         result.num_all_nodes,
         result.reason_counts(),
         unschedulable_plugins=plugins,
         pre_filter_msg=result.pre_filter_msg or "",
     )
-
-
-def _node_statuses(result: Any) -> dict[str, Status]:
-    out: dict[str, Status] = {}
-    for node, unresolvable, plugin, reasons in result.statuses:
-        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
-        out[node] = Status(code, *reasons, plugin=plugin)
-    return out
 
 
 def _place(
@@ -112,15 +109,20 @@ def _place(
         return node, None, result
     if result.num_all_nodes == 0:
         return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE), result
-    return None, _post_filter(fw, state, info.pod, _rust_fit_error(result), result), result
+    statuses = result.statuses  # converted on every access: read it once
+    fit = _rust_fit_error(result, statuses)
+    return None, _post_filter(fw, state, info, fit, NodeStatuses(statuses)), result
 
 
-def _post_filter(fw: Framework, state: CycleState, pod: Pod, fit: FitError, result: Any) -> Status:
+def _post_filter(
+    fw: Framework, state: CycleState, info: QueuedPodInfo, fit: FitError, statuses: NodeStatuses
+) -> Status:
     if fw.has_post_filter:
-        res, s = fw.run_post_filter(state, pod, _node_statuses(result))
+        state.write(COMPILED_POD_KEY, info.compiled)
+        res, s = fw.run_post_filter(state, info.pod, statuses)
         fit.post_filter_msg = s.message
         if res is not None:
-            state.write("ksched/nominating", res.nominated_node_name)
+            state.write(NOMINATING_KEY, res.nominated_node_name)
     return Status(Code.UNSCHEDULABLE, fit.message, error=fit)
 
 
@@ -145,13 +147,16 @@ def _place_with_python_plugins(
             unschedulable_plugins=frozenset((s.plugin,)) if s.plugin else frozenset(),
             pre_filter_msg=s.message,
         )
-        return None, _post_filter(fw, state, pod, fit, _Empty()), None
+        # Upstream gives every node the PreFilter's status.
+        return None, _post_filter(fw, state, info, fit, NodeStatuses((), s)), None
     snapshot = sched.cache.snapshot
     result = snapshot.schedule(info.compiled, fw.profile.kernels, True)
     if result.node is None:
         if result.num_all_nodes == 0:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE), result
-        return None, _post_filter(fw, state, pod, _rust_fit_error(result), result), result
+        statuses = result.statuses
+        fit = _rust_fit_error(result, statuses)
+        return None, _post_filter(fw, state, info, fit, NodeStatuses(statuses)), result
     candidates: list[tuple[str, int]] = list(result.scores) or [(result.node, 0)]
     if names is not None:
         candidates = [(n, t) for n, t in candidates if n in names]
@@ -175,7 +180,11 @@ def _place_with_python_plugins(
                 counts[reason] += 1
         plugins = frozenset(st.plugin for st in rejected.values())
         fit = FitError(result.num_all_nodes, counts, unschedulable_plugins=plugins)
-        return None, _post_filter(fw, state, pod, fit, _Empty(rejected)), result
+        raw = [
+            (n, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, list(st.reasons))
+            for n, st in rejected.items()
+        ]
+        return None, _post_filter(fw, state, info, fit, NodeStatuses(raw)), result
     if len(nodes) == 1:
         return nodes[0].name, None, result
     ps = fw.run_pre_score(state, pod, nodes)
@@ -187,16 +196,6 @@ def _place_with_python_plugins(
     best = max(totals[n] + extra[n] for n in totals)
     winners = [n for n in totals if totals[n] + extra[n] == best]
     return random.choice(winners), None, result
-
-
-class _Empty:
-    """A stand-in Rust result for failures decided in Python."""
-
-    def __init__(self, statuses: dict[str, Status] | None = None) -> None:
-        self.statuses = [
-            (n, s.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, s.plugin, list(s.reasons))
-            for n, s in (statuses or {}).items()
-        ]
 
 
 # ---- the scheduling cycle ------------------------------------------------------------------
@@ -248,7 +247,9 @@ def schedule_one(
     if node is None:
         assert status is not None
         fw.ok_filter.observe(_perf() - start)
-        handle_scheduling_failure(sched, fw, info, status, start)
+        handle_scheduling_failure(
+            sched, fw, info, status, start, nominating=state.get(NOMINATING_KEY)
+        )
         return
     elapsed = _perf() - start
     # The Rust call covers PreFilter, Filter, PreScore and Score; until it reports each
@@ -332,9 +333,20 @@ def schedule_batch(sched: Scheduler, infos: list[QueuedPodInfo]) -> None:
 
 
 def handle_scheduling_failure(
-    sched: Scheduler, fw: Framework, info: QueuedPodInfo, status: Status, start: float
+    sched: Scheduler,
+    fw: Framework,
+    info: QueuedPodInfo,
+    status: Status,
+    start: float,
+    *,
+    nominating: str | None = None,
 ) -> None:
-    """Record the failure (metrics, event, condition) and requeue the pod."""
+    """Record the failure (metrics, event, condition) and requeue the pod.
+
+    ``nominating`` is PostFilter's verdict on the pod's nominated node (upstream
+    ``NominatingInfo``): None leaves the nomination as it is, a node name nominates the
+    pod there (the nominator now, ``status.nominatedNodeName`` through the status
+    patch), "" clears it."""
     pod = info.pod
     rejected = status.is_rejected()
     sched.metrics.attempt("unschedulable" if rejected else "error", fw.name, _perf() - start)
@@ -359,6 +371,10 @@ def handle_scheduling_failure(
         sched.queue.done(pod.uid)
         return
     sched.queue.add_unschedulable_if_not_present(info)
+    if nominating is not None:
+        # Upstream AddNominatedPod: the next cycles see the nomination before the
+        # informer reports the patched pod.
+        sched.queue.nominator.nominate(pod, nominating)
     record_failure(
         sched,
         info,
@@ -366,6 +382,7 @@ def handle_scheduling_failure(
         fw.name,
         reason="Unschedulable" if rejected else "SchedulerError",
         current=current,
+        nominating=nominating,
     )
 
 
@@ -377,9 +394,11 @@ def record_failure(
     *,
     reason: str = "Unschedulable",
     current: dict[str, Any] | None = None,
+    nominating: str | None = None,
 ) -> None:
     """FailedScheduling event and the PodScheduled=False condition, in the background.
-    ``current`` is the pod's latest object (informer store)."""
+    ``current`` is the pod's latest object (informer store); ``nominating`` (not None)
+    sets ``status.nominatedNodeName`` ("" clears it), as upstream's ``updatePod``."""
     pod = info.pod
     if log.isEnabledFor(logging.DEBUG):
         log.debug("unable to schedule pod %s: %s", pod.key, message)
@@ -404,14 +423,16 @@ def record_failure(
     condition_changed = existing is None or any(
         existing.get(k) != condition[k] for k in ("status", "reason", "message")
     )
-    clear_nomination = bool(status_obj.get("nominatedNodeName"))
-    if not condition_changed and not clear_nomination:
+    nomination_changed = (
+        nominating is not None and (status_obj.get("nominatedNodeName") or "") != nominating
+    )
+    if not condition_changed and not nomination_changed:
         return
     patch_status: dict[str, Any] = {}
     if condition_changed:
         patch_status["conditions"] = [condition]
-    if clear_nomination:
-        patch_status["nominatedNodeName"] = None
+    if nomination_changed:
+        patch_status["nominatedNodeName"] = nominating or None
     patch = {"status": patch_status}
 
     async def _patch() -> None:

@@ -25,7 +25,7 @@ import logging
 import socket
 import uuid
 from collections import Counter
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Collection, Coroutine, Iterable, Mapping
 from typing import Any
 
 from ksched._core import CompiledPod, Snapshot
@@ -48,7 +48,7 @@ from ksched.backend.queue.cluster_event import (
 from ksched.client.informer import Informer
 from ksched.cluster import ClusterAPI
 from ksched.events import EventRecorder
-from ksched.framework.interface import NodeInfo
+from ksched.framework.interface import NodeInfo, NodePod
 from ksched.framework.profile import Profile
 from ksched.framework.runtime import Framework, WaitingPodHandle, WaitingPods
 from ksched.metrics import SchedulerMetrics
@@ -82,6 +82,10 @@ def _scheduling_relevant_change(old: Obj, new: Obj) -> bool:
         os_.get(f) != ns.get(f)
         for f in ("nominatedNodeName", "resourceClaimStatuses", "extendedResourceClaimStatus")
     )
+
+
+def _ignore(*objs: Obj) -> None:
+    """Informer handler of kinds that are only read from the store."""
 
 
 class SchedulerHandle:
@@ -119,6 +123,34 @@ class SchedulerHandle:
 
     def nominated_pods_for_node(self, node: str) -> list[Pod]:
         return self._sched.queue.nominator.pods_for_node(node)
+
+    def nominated_nodes(self) -> Collection[str]:
+        return self._sched.queue.nominator.nodes()
+
+    @property
+    def metrics(self) -> SchedulerMetrics:
+        return self._sched.metrics
+
+    def framework(self, scheduler_name: str) -> Framework | None:
+        return self._sched.frameworks.get(scheduler_name)
+
+    def pods_on_node(self, node: str) -> Collection[NodePod]:
+        return self._sched.cache.pods_on_node(node)
+
+    def get_pod(self, namespace: str, name: str) -> Obj | None:
+        return self._sched.pod_informer.store.get(f"{namespace}/{name}")
+
+    def pod_disruption_budgets(self) -> Collection[Obj]:
+        informer = self._sched.pdb_informer
+        return informer.store.values() if informer is not None else ()
+
+    def record_event(
+        self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str
+    ) -> None:
+        self._sched.recorder.eventf(pod, type_, reason, action, note, controller)
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        self._sched.background(coro)
 
 
 class Scheduler:
@@ -226,6 +258,18 @@ class Scheduler:
                 for kind in CONTROLLER_KINDS
             ),
         ]
+        #: PodDisruptionBudgets, which preemption reads (as upstream, only watched when
+        #: a profile has a PostFilter plugin).
+        self.pdb_informer: Informer | None = None
+        if any(fw.has_post_filter for fw in self.frameworks.values()):
+            self.pdb_informer = Informer(
+                api,
+                "poddisruptionbudgets",
+                on_add=_ignore,
+                on_update=_ignore,
+                on_delete=_ignore,
+            )
+            self.aux_informers.append(self.pdb_informer)
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()

@@ -3,12 +3,13 @@
 Built-in Filter/Score plugins run in Rust; these three extension points have nothing
 to compute over nodes and live here, with upstream's names and messages.
 :func:`default_plugins` returns fresh instances for one framework (DefaultBinder is
-bound to its scheduler's API by ``setup``).
+bound to its scheduler's API by ``setup``), with DefaultPreemption
+(:mod:`ksched.plugins.default_preemption`) at PostFilter as v1.36 enables it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ksched.api.pod import Pod
@@ -82,6 +83,24 @@ class DefaultBinder:
         return None
 
 
-def default_plugins() -> list[Any]:
-    """Fresh instances of the Python-side plugins of v1.36's default profile."""
-    return [PrioritySort(), SchedulingGates(), DefaultBinder()]
+def default_plugins(
+    *,
+    post_filter: Iterable[str] | None = None,
+    plugin_args: Mapping[str, Mapping[str, Any] | None] | None = None,
+) -> list[Any]:
+    """Fresh instances of the Python-side plugins of v1.36's default profile.
+
+    ``post_filter`` names the profile's enabled PostFilter plugins (None: the default,
+    DefaultPreemption); ``plugin_args`` holds ``pluginConfig`` args by plugin name, in
+    upstream JSON shape (DefaultPreemption reads ``DefaultPreemptionArgs`` there).
+    """
+    # Imported here: the plugin module builds on the framework package.
+    from ksched.plugins.default_preemption import NAME as DEFAULT_PREEMPTION
+    from ksched.plugins.default_preemption import DefaultPreemption
+
+    plugins: list[Any] = [PrioritySort(), SchedulingGates()]
+    if post_filter is None or DEFAULT_PREEMPTION in post_filter:
+        args = (plugin_args or {}).get(DEFAULT_PREEMPTION)
+        plugins.append(DefaultPreemption.from_args(args))
+    plugins.append(DefaultBinder())
+    return plugins

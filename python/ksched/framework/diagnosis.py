@@ -9,7 +9,9 @@ sentence.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+
+from ksched.framework.status import Code, Status
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
@@ -33,6 +35,54 @@ def fit_error_message(
     if post_filter_msg:
         msg += f" {post_filter_msg}."
     return msg
+
+
+#: ``(node, unresolvable, plugin, reasons)`` as the Rust core reports a rejected node.
+RawNodeStatus = tuple[str, bool, str, Sequence[str]]
+
+_UNRESOLVABLE = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+
+class NodeStatuses(Mapping[str, Status]):
+    """Why each node rejected the pod (upstream ``NodeToStatus``), for PostFilter.
+
+    Built over the Rust result's raw tuples without converting them: a failed attempt
+    on 5,000 nodes would otherwise build 5,000 :class:`Status` objects that most
+    PostFilter runs never look at. ``raw`` keeps the tuples in the order the core
+    reported them. Nodes absent from the map (not evaluated, e.g. a PreFilter narrowed
+    the attempt) have :attr:`absent`, UnschedulableAndUnresolvable unless a PreFilter
+    rejection set another (:meth:`status_of`).
+    """
+
+    __slots__ = ("_index", "absent", "raw")
+
+    def __init__(self, raw: Sequence[RawNodeStatus] = (), absent: Status | None = None) -> None:
+        self.raw = raw
+        self.absent = absent if absent is not None else _UNRESOLVABLE
+        self._index: dict[str, int] | None = None
+
+    def _positions(self) -> dict[str, int]:
+        if self._index is None:
+            self._index = {t[0]: i for i, t in enumerate(self.raw)}
+        return self._index
+
+    def __getitem__(self, node: str) -> Status:
+        node, unresolvable, plugin, reasons = self.raw[self._positions()[node]]
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+        return Status(code, *reasons, plugin=plugin)
+
+    def __iter__(self) -> Iterator[str]:
+        return (t[0] for t in self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._positions()
+
+    def status_of(self, node: str) -> Status:
+        """The node's status, or :attr:`absent` (upstream ``NodeToStatus.Get``)."""
+        return self.get(node, self.absent)
 
 
 class FitError(Exception):

@@ -96,9 +96,9 @@ Upstream differences a plugin author should know:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from ksched.api.node import Node
 from ksched.api.pod import Pod
@@ -116,13 +116,17 @@ from ksched.framework.cycle_state import CycleState
 from ksched.framework.status import Code, Status
 
 if TYPE_CHECKING:
-    from ksched._core import Snapshot
+    from ksched._core import CompiledPod, Snapshot
     from ksched.backend.queue import QueuedPodInfo
     from ksched.cluster import ClusterAPI
+    from ksched.framework.runtime import Framework
+    from ksched.metrics import SchedulerMetrics
 
 __all__ = [
     "ASSIGNED_POD",
+    "COMPILED_POD_KEY",
     "NODE",
+    "NOMINATING_KEY",
     "POD",
     "ActionType",
     "BindPlugin",
@@ -134,6 +138,7 @@ __all__ = [
     "FilterPlugin",
     "Handle",
     "NodeInfo",
+    "NodePod",
     "NodeScore",
     "PermitPlugin",
     "Plugin",
@@ -157,6 +162,11 @@ __all__ = [
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
+
+#: CycleState key: the pod's compiled form, written before PostFilter runs.
+COMPILED_POD_KEY: Final = "ksched/compiled"
+#: CycleState key: the nomination PostFilter decided (see ``PostFilterResult``).
+NOMINATING_KEY: Final = "ksched/nominating"
 
 
 @dataclass(slots=True)
@@ -382,6 +392,19 @@ class WaitingPod(Protocol):
     def reject(self, plugin: str, message: str) -> None: ...
 
 
+class NodePod(Protocol):
+    """A pod accounted on a node (bound, or assumed while its binding is in flight)."""
+
+    @property
+    def pod(self) -> Pod: ...
+
+    @property
+    def compiled(self) -> CompiledPod: ...
+
+    @property
+    def assumed(self) -> bool: ...
+
+
 class Handle(Protocol):
     """What the scheduler gives plugins (upstream ``framework.Handle``).
 
@@ -416,6 +439,39 @@ class Handle(Protocol):
         ...
 
     def nominated_pods_for_node(self, node: str) -> list[Pod]: ...
+
+    def nominated_nodes(self) -> Collection[str]:
+        """The nodes that have pods nominated to them."""
+        ...
+
+    @property
+    def metrics(self) -> SchedulerMetrics: ...
+
+    def framework(self, scheduler_name: str) -> Framework | None:
+        """The framework of the profile that handles ``scheduler_name``."""
+        ...
+
+    def pods_on_node(self, node: str) -> Collection[NodePod]:
+        """The pods the cache accounts on ``node`` (upstream ``NodeInfo.Pods``)."""
+        ...
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The latest object of a pod from the informer (upstream's pod lister)."""
+        ...
+
+    def pod_disruption_budgets(self) -> Collection[dict[str, Any]]:
+        """Every ``policy/v1`` PodDisruptionBudget, as the informer holds them."""
+        ...
+
+    def record_event(
+        self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str
+    ) -> None:
+        """An event about ``pod``, sent in the background."""
+        ...
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run API work in the background; shutdown waits for it."""
+        ...
 
 
 @dataclass(slots=True)

@@ -233,6 +233,22 @@ def _node_affinity_new(i: int, rng: random.Random) -> Obj:
     return make_pod(f"pod-{i}", namespace="sched-test", extra_spec=spec)
 
 
+def _low_priority_existing(i: int, node: str, rng: random.Random) -> Obj:
+    pod = make_pod(
+        f"low-{i}",
+        namespace="sched-setup",
+        node_name=node,
+        cpu="900m",
+        extra_spec={"terminationGracePeriodSeconds": 0},
+    )
+    pod["status"]["startTime"] = "2026-01-01T00:00:00Z"
+    return pod
+
+
+def _high_priority_new(i: int, rng: random.Random) -> Obj:
+    return make_pod(f"high-{i}", namespace="sched-test", cpu="3", priority=10)
+
+
 WORKLOADS: dict[str, Workload] = {
     "pod-anti-affinity": Workload(
         name="pod-anti-affinity",
@@ -261,6 +277,15 @@ WORKLOADS: dict[str, Workload] = {
         node=_node_affinity_node,
         existing_pod=_basic_existing,
         new_pod=_node_affinity_new,
+    ),
+    "preemption": Workload(
+        name="preemption",
+        description="PreemptionBasic: high-priority pods (3 cpu, priority 10) preempt "
+        "low-priority ones (900m, priority 0) on full nodes; run with --existing-pods "
+        "4x --nodes (e.g. 5000 nodes, 20000 existing, 5000 pods)",
+        node=_basic_node,
+        existing_pod=_low_priority_existing,
+        new_pod=_high_priority_new,
     ),
     "basic": Workload(
         name="basic",

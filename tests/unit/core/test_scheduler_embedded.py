@@ -75,7 +75,12 @@ async def test_unschedulable_pod_is_reported_then_scheduled_when_a_node_arrives(
         c.create("pods", make_pod("big", cpu="2"))
         await wait_for(lambda: c.event_counts.get("FailedScheduling", 0) >= 1)
         failed = next(e for e in c.events if e["reason"] == "FailedScheduling")
-        want = "0/4 nodes are available: 1 node(s) were unschedulable, 3 Insufficient cpu."
+        # DefaultPreemption (on by default) adds its sentence, as upstream's does: the
+        # cordoned node and the too-small ones are UnschedulableAndUnresolvable.
+        want = (
+            "0/4 nodes are available: 1 node(s) were unschedulable, 3 Insufficient cpu. "
+            "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.."
+        )
         assert failed["note"] == want
         await wait_for(
             lambda: any(

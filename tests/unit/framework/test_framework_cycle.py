@@ -249,7 +249,10 @@ async def test_python_filter_rejecting_every_node_reports_its_reason():
     async with Running(c, OnlyNode("elsewhere")) as sched:
         c.create("pods", make_pod("p"))
         await wait_for(lambda: condition(c, "p") is not None)
-        assert failed_notes(c) == ["0/2 nodes are available: 2 node(s) were not the chosen one."]
+        assert failed_notes(c) == [
+            "0/2 nodes are available: 2 node(s) were not the chosen one. preemption: 0/2 nodes "
+            "are available: 2 No preemption victims found for incoming pod.."
+        ]
         info = next(iter(sched.queue._unschedulable.values()))
         assert info.unschedulable_plugins == {"OnlyNode"}
 

@@ -324,7 +324,8 @@ def test_go_duration(seconds: float, text: str):
 
 def test_default_framework_has_python_side_defaults():
     fw = Framework(default_profile())
-    assert [p.name for p in fw.points.pre_enqueue] == ["SchedulingGates"]
+    assert [p.name for p in fw.points.pre_enqueue] == ["SchedulingGates", "DefaultPreemption"]
+    assert [p.name for p in fw.points.post_filter] == ["DefaultPreemption"]
     assert [p.name for p in fw.points.bind] == ["DefaultBinder"]
     assert [p.name for p in fw.points.queue_sort] == ["PrioritySort"]
     assert not fw.python_placement

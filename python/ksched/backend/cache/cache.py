@@ -13,6 +13,7 @@ before its node, and a node may be deleted while pods are still accounted on it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from ksched._core import CompiledPod, Snapshot
@@ -38,6 +39,8 @@ class Cache:
         self.snapshot = Snapshot(seed)
         self.nodes: dict[str, Node] = {}
         self._pods: dict[str, _CachedPod] = {}
+        #: node → uid → pod: the pods accounted on each node (preemption's victims).
+        self._by_node: dict[str, dict[str, _CachedPod]] = {}
 
     # ---- nodes -------------------------------------------------------------------
 
@@ -84,7 +87,9 @@ class Cache:
         if compiled is None:
             compiled = compile_pod(pod)
         self.snapshot.add_pod(compiled, pod.node_name)
-        self._pods[pod.uid] = _CachedPod(pod, compiled, pod.node_name, assumed=False)
+        if cached is not None:
+            self._unindex(cached)
+        self._index(_CachedPod(pod, compiled, pod.node_name, assumed=False))
 
     def confirm_assumed(self, uid: str, node_name: str) -> bool:
         """The API server bound a pod this scheduler assumed on ``node_name``: confirm it
@@ -101,20 +106,43 @@ class Cache:
         cached = self._pods.pop(uid, None)
         if cached is None:
             return False
+        self._unindex(cached)
         self.snapshot.remove_pod(uid)
         return True
 
     def assume(self, pod: Pod, compiled: CompiledPod, node_name: str) -> None:
         """Account ``pod`` on ``node_name`` before the binding is confirmed."""
         self.snapshot.assume(compiled, node_name)
-        self._pods[pod.uid] = _CachedPod(pod, compiled, node_name, assumed=True)
+        self._index(_CachedPod(pod, compiled, node_name, assumed=True))
 
     def forget(self, uid: str) -> None:
         """Undo :meth:`assume` after a failed binding."""
         cached = self._pods.get(uid)
         if cached is not None and cached.assumed:
             del self._pods[uid]
+            self._unindex(cached)
             self.snapshot.remove_pod(uid)
+
+    def _index(self, cached: _CachedPod) -> None:
+        uid = cached.pod.uid
+        self._pods[uid] = cached
+        on_node = self._by_node.get(cached.node_name)
+        if on_node is None:
+            on_node = self._by_node[cached.node_name] = {}
+        on_node[uid] = cached
+
+    def _unindex(self, cached: _CachedPod) -> None:
+        on_node = self._by_node.get(cached.node_name)
+        if on_node is not None:
+            on_node.pop(cached.pod.uid, None)
+            if not on_node:
+                del self._by_node[cached.node_name]
+
+    def pods_on_node(self, node: str) -> Collection[_CachedPod]:
+        """The pods accounted on ``node`` (bound or assumed), each with its compiled
+        form: what preemption picks victims from."""
+        on_node = self._by_node.get(node)
+        return on_node.values() if on_node is not None else ()
 
     def is_assumed(self, uid: str) -> bool:
         cached = self._pods.get(uid)
