@@ -12,7 +12,8 @@ and split by where each plugin runs:
 
 * built-in Filter/Score plugins with Rust kernels go into the profile's kernel
   configuration, in upstream order with their weights and ``pluginConfig`` args;
-* built-in plugins implemented in Python (PrioritySort, SchedulingGates, DefaultBinder:
+* built-in plugins implemented in Python (PrioritySort, SchedulingGates, DefaultBinder,
+  DefaultPreemption with its ``pluginConfig`` args:
   :func:`ksched.framework.builtins.default_plugins`) and out-of-tree plugins from the
   :class:`~ksched.framework.registry.Registry` become Python plugin instances. An
   out-of-tree plugin is created by its factory with its args and a handle, and wrapped
@@ -54,6 +55,10 @@ if TYPE_CHECKING:
 __all__ = ["ConfiguredPlugin", "ProfileError", "build_profiles"]
 
 log = logging.getLogger(__name__)
+
+DEFAULT_PREEMPTION = "DefaultPreemption"
+#: ``DefaultPreemptionArgs`` defaults (a profile with other values gets its own instance).
+_DEFAULT_PREEMPTION_ARGS = {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100}
 
 #: Methods that come with an extension point's method (same plugin, same point).
 _COMPANIONS = {"less": ("sort_key",), "score": ("normalize_score",), "reserve": ("unreserve",)}
@@ -160,7 +165,13 @@ def _python_plugins(
     missing: dict[str, set[str]],
 ) -> tuple[Any, ...] | None:
     name = prof.scheduler_name or ""
-    builtins = {p.name: p for p in default_plugins()}
+    preemption_args = _plain_args(prof, DEFAULT_PREEMPTION)
+    builtins = {
+        p.name: p for p in default_plugins(plugin_args={DEFAULT_PREEMPTION: preemption_args})
+    }
+    default_args = all(
+        (preemption_args or {}).get(k, v) == v for k, v in _DEFAULT_PREEMPTION_ARGS.items()
+    )
     kernels = set(_core.FILTER_PLUGINS) | set(_core.SCORE_PLUGINS)
     enabled_at: dict[str, list[str]] = {}  # plugin -> points, in first-appearance order
     for point in EXTENSION_POINTS:
@@ -190,7 +201,7 @@ def _python_plugins(
                 restricted = True
         elif plugin not in kernels:
             missing.setdefault(plugin, set()).add(name)
-    if not restricted and {p.name for p in plugins} == set(builtins):
+    if not restricted and default_args and {p.name for p in plugins} == set(builtins):
         return None  # exactly the Python-side defaults: let the framework make them
     return tuple(plugins)
 
