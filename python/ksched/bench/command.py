@@ -63,6 +63,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "(first created to last bound, as scheduler_perf) or before it starts "
         "(backlog: first bound to last bound)",
     )
+    p.add_argument(
+        "--profile-dir",
+        default=None,
+        help="apiserver target: sample the ksched process with py-spy during each measured "
+        "op and write collapsed stacks and a summary here",
+    )
     p.add_argument("--concurrency", type=int, default=32, help="harness requests in flight")
     p.add_argument("--timeout", type=float, default=None, help="seconds per measured op")
     p.add_argument("--seed", type=int, default=None)
@@ -123,6 +129,7 @@ def run_apiserver(
     concurrency: int,
     mode: str,
     progress: Progress,
+    profile_dir: str | None = None,
 ) -> list[Comparison]:
     from ksched import aio
     from ksched.bench import e2e
@@ -139,7 +146,12 @@ def run_apiserver(
             bench = e2e.Bench(
                 cp,
                 options=e2e.E2EOptions(
-                    qps=qps, burst=burst, concurrency=concurrency, timeout=timeout, mode=mode
+                    qps=qps,
+                    burst=burst,
+                    concurrency=concurrency,
+                    timeout=timeout,
+                    mode=mode,
+                    profile_dir=profile_dir,
                 ),
                 on_progress=progress.show,
             )
@@ -209,6 +221,7 @@ def main(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             mode=args.mode,
             progress=progress,
+            profile_dir=args.profile_dir,
         )
     print(report.table(comparisons))
     meta = {

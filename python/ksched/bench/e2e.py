@@ -400,6 +400,9 @@ class E2EOptions:
     concurrency: int = 32
     timeout: float = 600.0
     ready_timeout: float = 300.0
+    #: When set, ``py-spy record`` samples the ksched process during the measured op and
+    #: writes ``<dir>/<workload>-<run>.txt`` (collapsed stacks) and a summary.
+    profile_dir: str | None = None
     #: "scheduler_perf": create the measured pods while the scheduler runs (the clock
     #: runs from the first created to the last bound); "backlog": create them before
     #: the scheduler starts (first bound to last bound) — the scheduler's own drain
@@ -517,6 +520,43 @@ class Bench:
             return UpstreamProcess(self.cp, cfg)
         raise ValueError(f"unknown scheduler {which!r}")
 
+    def _profile_start(
+        self, spec: WorkloadSpec, under: UnderTest
+    ) -> tuple[subprocess.Popen[bytes], Path] | None:
+        if not self.opts.profile_dir or under.name != KSCHED:
+            return None
+        out = Path(self.opts.profile_dir) / f"{spec.key}-{self._runs}.txt"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.Popen(
+            [
+                "py-spy",
+                "record",
+                "--pid",
+                str(under.pid),
+                "--rate",
+                "200",
+                "--format",
+                "raw",
+                "--nonblocking",
+                "--output",
+                str(out),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        return proc, out
+
+    async def _profile_stop(self, proc: subprocess.Popen[bytes], out: Path) -> str:
+        proc.send_signal(signal.SIGINT)
+        try:
+            await asyncio.to_thread(proc.wait, 30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        summary = out.with_suffix(".summary.txt")
+        summary.write_text(procstat.summarize_collapsed(out))
+        return str(summary)
+
     def _cpu(self, sched_pid: int) -> dict[str, float]:
         out = {
             "scheduler": procstat.cpu_seconds(sched_pid),
@@ -562,6 +602,7 @@ class Bench:
         before = ""
         try:
             await under.wait_ready(len(self._node_names), self.opts.ready_timeout)
+            result.rss_ready_mib = procstat.rss_mib(under.pid)
             for op in spec.ops():
                 if isinstance(op, CreatePods) and not op.bound and not op.collect_metrics:
                     await self._create_and_wait(spec, op, under)
@@ -574,7 +615,10 @@ class Bench:
                 # subtracted; in backlog mode the scheduler is already at work here.
                 before = await under.scrape()
                 await watcher.start()
+            spy = self._profile_start(spec, under)
             await self._measure(spec, measured, under, result, watcher, backlog=backlog)
+            if spy is not None:
+                result.notes.append(f"profile: {await self._profile_stop(*spy)}")
             after = await under.scrape()
             result.peak_rss_mib = procstat.peak_rss_mib(under.pid)
             result.cpu_seconds = procstat.cpu_seconds(under.pid)

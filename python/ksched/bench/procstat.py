@@ -159,3 +159,37 @@ def subtract(
     """Buckets observed between two scrapes."""
     prior = dict(before)
     return [(le, c - prior.get(le, 0.0)) for le, c in after]
+
+
+# ------------------------------------------------------------- py-spy collapsed stacks
+
+
+def summarize_collapsed(path: Path, top: int = 25) -> str:
+    """Self and inclusive sample shares of the frames in a ``py-spy record --format raw``
+    file (one ``frame;frame;... count`` line per stack), heaviest first."""
+    self_: dict[str, int] = {}
+    incl: dict[str, int] = {}
+    total = 0
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no profile)"
+    for line in lines:
+        stack, _, n = line.rpartition(" ")
+        if not stack or not n.isdigit():
+            continue
+        count = int(n)
+        total += count
+        frames = stack.split(";")
+        self_[frames[-1]] = self_.get(frames[-1], 0) + count
+        for f in set(frames):
+            incl[f] = incl.get(f, 0) + count
+    if not total:
+        return "(no samples)"
+    out = [f"{total} samples", "", "self %   frame"]
+    for f, c in sorted(self_.items(), key=lambda kv: -kv[1])[:top]:
+        out.append(f"{100 * c / total:6.1f}   {f}")
+    out += ["", "incl %   frame"]
+    for f, c in sorted(incl.items(), key=lambda kv: -kv[1])[:top]:
+        out.append(f"{100 * c / total:6.1f}   {f}")
+    return "\n".join(out) + "\n"

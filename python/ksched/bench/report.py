@@ -52,6 +52,9 @@ class RunResult:
     cycle_p50_us: float = math.nan
     cycle_p99_us: float = math.nan
     peak_rss_mib: float = 0.0
+    #: Resident set once the scheduler was ready (informers synced, before the
+    #: measured pods): what the nodes and init pods cost it.
+    rss_ready_mib: float = 0.0
     cpu_seconds: float = 0.0
     #: CPU seconds spent by the scheduler between the first pod created and the last bound.
     cpu_seconds_measured: float = 0.0
