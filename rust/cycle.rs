@@ -126,6 +126,7 @@ where
 
 impl Snapshot {
     pub fn prefilter(&mut self, pod: &CompiledPod, profile: &Profile) -> PodState {
+        self.count_cache.begin_attempt();
         let uses = |p: Plugin| profile.filters.contains(&p) || profile.has_score(p);
         let namespace = self.interner.intern(&pod.namespace);
         let labels = intern_labels(&pod.labels, &mut self.interner);

@@ -7,8 +7,10 @@
 //! counts of recently used predicates and updates them as pods are added and removed:
 //! O(cached predicates) per pod update, O(1) to fetch per attempt.
 //!
-//! Entries are built on first use by one full scan and evicted least-recently-used. Any
-//! namespace change clears the cache (namespace selectors read namespace labels).
+//! Entries are built on first use by one full scan and evicted least-recently-used, but
+//! never within the attempt that fetched them (an attempt holds their indices; a pod
+//! with more distinct predicates than the bound grows the cache until the next attempt).
+//! Any namespace change clears the cache (namespace selectors read namespace labels).
 
 use crate::plugins::inter_pod_affinity::AffinityTerm;
 use crate::selector::Selector;
@@ -54,6 +56,9 @@ struct Entry {
 pub struct CountCache {
     entries: Vec<Entry>,
     tick: u64,
+    /// Tick at which the current attempt began: entries used since then are pinned (the
+    /// attempt holds their indices), so they are never evicted within it.
+    attempt_start: u64,
 }
 
 impl CountCache {
@@ -67,6 +72,17 @@ impl CountCache {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// Start an attempt: entries may be evicted again, and a cache that grew past its
+    /// bound during the previous attempt is trimmed (no index is held between attempts).
+    pub fn begin_attempt(&mut self) {
+        self.tick += 1;
+        self.attempt_start = self.tick;
+        if self.entries.len() > MAX_ENTRIES {
+            self.entries.sort_by_key(|e| std::cmp::Reverse(e.last_used));
+            self.entries.truncate(MAX_ENTRIES);
+        }
     }
 
     pub fn grow(&mut self) {
@@ -100,19 +116,28 @@ impl Snapshot {
             per_node,
             last_used: tick,
         };
-        if self.count_cache.entries.len() < MAX_ENTRIES {
-            self.count_cache.entries.push(entry);
-            self.count_cache.entries.len() - 1
+        let start = self.count_cache.attempt_start;
+        let victim = if self.count_cache.entries.len() < MAX_ENTRIES {
+            None
         } else {
-            let (i, _) = self
-                .count_cache
+            // Least recently used among the entries this attempt does not hold.
+            self.count_cache
                 .entries
                 .iter()
                 .enumerate()
+                .filter(|(_, e)| e.last_used < start)
                 .min_by_key(|(_, e)| e.last_used)
-                .expect("cache is full, so not empty");
-            self.count_cache.entries[i] = entry;
-            i
+                .map(|(i, _)| i)
+        };
+        match victim {
+            Some(i) => {
+                self.count_cache.entries[i] = entry;
+                i
+            }
+            None => {
+                self.count_cache.entries.push(entry);
+                self.count_cache.entries.len() - 1
+            }
         }
     }
 

@@ -20,7 +20,9 @@ use crate::snapshot::Snapshot;
 pub struct Nominated {
     pub uid: String,
     pub priority: i32,
-    pub slot: u32,
+    /// The nominated node's name: a nomination follows the name (as upstream's nominator
+    /// does), not the slot, which a removed node frees for another.
+    pub node: String,
     pub requests: Vec<(usize, i64)>,
     pub ports: Vec<HostPort>,
 }
@@ -28,8 +30,8 @@ pub struct Nominated {
 #[derive(Clone, Debug, Default)]
 pub struct NominatedPods {
     by_uid: AHashMap<String, Nominated>,
-    /// Slot → uids nominated there.
-    by_slot: AHashMap<u32, Vec<String>>,
+    /// Node name → uids nominated there.
+    by_node: AHashMap<String, Vec<String>>,
 }
 
 impl NominatedPods {
@@ -41,15 +43,15 @@ impl NominatedPods {
         self.by_uid.len()
     }
 
-    /// Nominated pods on `slot` that count against a pod of `priority` and `uid`.
+    /// Nominated pods on node `node` that count against a pod of `priority` and `uid`.
     pub fn against<'a>(
         &'a self,
-        slot: u32,
+        node: &str,
         priority: i32,
         uid: &'a str,
     ) -> impl Iterator<Item = &'a Nominated> + 'a {
-        self.by_slot
-            .get(&slot)
+        self.by_node
+            .get(node)
             .into_iter()
             .flatten()
             .filter_map(move |u| self.by_uid.get(u))
@@ -60,9 +62,6 @@ impl NominatedPods {
 impl Snapshot {
     pub fn set_nominated(&mut self, pod: &CompiledPod, node_name: &str) {
         self.clear_nominated(&pod.uid);
-        let Some(slot) = self.slot_of(node_name) else {
-            return;
-        };
         let requests = pod
             .requests
             .iter()
@@ -70,8 +69,8 @@ impl Snapshot {
             .collect();
         let ports = node_ports::compile(&pod.host_ports, &mut self.interner);
         self.nominated
-            .by_slot
-            .entry(slot)
+            .by_node
+            .entry(node_name.to_string())
             .or_default()
             .push(pod.uid.clone());
         self.nominated.by_uid.insert(
@@ -79,7 +78,7 @@ impl Snapshot {
             Nominated {
                 uid: pod.uid.clone(),
                 priority: pod.priority,
-                slot,
+                node: node_name.to_string(),
                 requests,
                 ports,
             },
@@ -91,10 +90,10 @@ impl Snapshot {
         let Some(n) = self.nominated.by_uid.remove(uid) else {
             return false;
         };
-        if let Some(v) = self.nominated.by_slot.get_mut(&n.slot) {
+        if let Some(v) = self.nominated.by_node.get_mut(&n.node) {
             v.retain(|u| u != uid);
             if v.is_empty() {
-                self.nominated.by_slot.remove(&n.slot);
+                self.nominated.by_node.remove(&n.node);
             }
         }
         self.generation += 1;
@@ -116,7 +115,7 @@ impl Snapshot {
         let mut extra_pods = 0i64;
         let mut extra: Vec<(usize, i64)> = Vec::new();
         let mut used_ports: Vec<HostPort> = Vec::new();
-        for n in self.nominated.against(slot, priority, uid) {
+        for n in self.nominated.against(&self.names[i], priority, uid) {
             extra_pods += 1;
             extra.extend_from_slice(&n.requests);
             used_ports.extend_from_slice(&n.ports);

@@ -44,14 +44,14 @@ in entry order, written from upstream's ``nodeTree.addNode/updateNode/removeNode
 ``node_names()`` must equal its interleaving, and ``B`` upserts the nodes zone by zone,
 which recreates exactly the same zones and per-zone lists.
 
-Discrepancies found (reproduced by the xfail tables at the end of this file):
+Discrepancies found and fixed (kept as regression tables at the end of this file):
 
-* nominations are keyed by node slot, not node name (see ``NOMINATIONS_BY_NAME``): a
-  nomination made before its node exists is lost, and one to a removed node moves to
-  whichever node next takes the freed slot;
+* nominations were keyed by node slot, not node name: a nomination made before its node
+  existed was lost, and one to a removed node moved to whichever node next took the
+  freed slot;
 * not a drift but found on the way: a pod with more than 32 distinct count predicates
-  (spread selectors and affinity terms) evicts its own count-cache entries during
-  PreFilter and then reads other predicates' counts (checked against ``reference.py``).
+  (spread selectors and affinity terms) evicted its own count-cache entries during
+  PreFilter and then read other predicates' counts (checked against ``reference.py``).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ from tests.plugins.harness import explain as harness_explain
 #: reuses (see ``test_nomination_follows_the_node_name``). While this stands, the property
 #: test only nominates to existing nodes and clears a node's nominations when it removes
 #: the node; set to True once nominations follow names, to test them without restriction.
-NOMINATIONS_BY_NAME = False
+NOMINATIONS_BY_NAME = True
 
 REGION = "topology.kubernetes.io/region"
 LEGACY_ZONE = "failure-domain.beta.kubernetes.io/zone"
@@ -927,12 +927,6 @@ NOMINATION_CASES = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="nominations are keyed by node slot, upstream keys them by node name "
-    "(flip NOMINATIONS_BY_NAME when fixed)",
-)
 @pytest.mark.parametrize(
     ("incremental", "scratch"),
     [pytest.param(inc, scr, id=name) for name, inc, scr in NOMINATION_CASES],
@@ -1057,12 +1051,6 @@ def _outcome(result: Mapping[str, Obj], scores: Sequence[tuple[str, int]]) -> di
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="a pod with more than 32 distinct count predicates evicts its own count cache "
-    "entries during PreFilter",
-)
 @pytest.mark.parametrize(
     ("incoming", "filters", "scores"),
     [pytest.param(p, f, s, id=name) for name, p, f, s in OVERFLOW_CASES],
