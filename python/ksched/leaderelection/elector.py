@@ -238,7 +238,7 @@ class LeaderElector:
             return False
         self._observe(old, raw)
         if self.observed_time + old.lease_duration_seconds < self.clock.monotonic():
-            log.info("lease %s has expired", self.lock.describe())
+            log.debug("lease %s has expired", self.lock.describe())
             return False
         if not self.is_leader():
             return False
