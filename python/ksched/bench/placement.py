@@ -243,25 +243,35 @@ def _node_selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str
 def compare(ksched: Placement, upstream: Placement) -> dict[str, Any]:
     """Where ksched's placement is worse than upstream's (an empty ``worse`` is a pass).
 
-    Worse means: more constraint violations; a spread skew above upstream's by more
-    than one pod; fewer measured pods bound; a per-node pod-count spread (stdev) more
-    than 25% above upstream's plus half a pod (the default scorers spread pods; random
-    tie-breaking makes runs differ slightly).
+    Worse means: more constraint violations; fewer measured pods bound; a soft
+    (``ScheduleAnyway``) spread skew above upstream's by more than one pod — a soft
+    constraint is scored, so a larger skew is a worse decision; a per-node pod-count
+    spread (stdev) more than 25% above upstream's plus half a pod (the default scorers
+    spread pods; random tie-breaking makes runs differ slightly). A hard
+    (``DoNotSchedule``) constraint only has to hold: a larger skew within ``maxSkew``
+    is listed under ``differs``, not ``worse`` (upstream does not score hard
+    constraints either).
     """
     worse: list[str] = []
+    differs: list[str] = []
     if ksched.violations > upstream.violations:
         worse.append(f"constraint violations {ksched.violations} > {upstream.violations}")
     if ksched.measured_bound < upstream.measured_bound:
         worse.append(f"measured pods bound {ksched.measured_bound} < {upstream.measured_bound}")
     for kc, uc in zip(ksched.constraints, upstream.constraints, strict=False):
         if kc.get("kind") == "topologySpread" and kc["skew"] > uc["skew"] + 1:
-            worse.append(f"{kc['topologyKey']} skew {kc['skew']} > {uc['skew']}")
+            text = f"{kc['topologyKey']} skew {kc['skew']} > {uc['skew']}"
+            if kc.get("whenUnsatisfiable") == "DoNotSchedule" and not kc.get("violations"):
+                differs.append(f"{text} (within maxSkew {kc.get('maxSkew')})")
+            else:
+                worse.append(text)
     ks, us = ksched.pods_per_node["stdev"], upstream.pods_per_node["stdev"]
     if ks > us * 1.25 + 0.5:
         worse.append(f"pods-per-node stdev {ks:.2f} > {us:.2f}")
     return {
         "ok": not worse,
         "worse": worse,
+        "differs": differs,
         "pods_per_node_stdev": {"ksched": ks, "kube-scheduler": us},
         "violations": {"ksched": ksched.violations, "kube-scheduler": upstream.violations},
         "measured_per_zone": {

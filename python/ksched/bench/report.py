@@ -211,7 +211,9 @@ def table(comparisons: Sequence[Comparison]) -> str:
             rep = c.representative(sched)
             assert rep is not None
             bound = f"{rep.bound}/{rep.pods}"
-            qual = "" if q is None or sched != KSCHED else ("ok" if q["ok"] else "WORSE")
+            qual = ""
+            if q is not None and sched == KSCHED:
+                qual = ("ok" if q["ok"] else "WORSE") + ("*" if q.get("differs") else "")
             if rep.placement is not None and rep.placement.violations:
                 qual = (qual + f" v={rep.placement.violations}").strip()
             n = len(c.runs[sched])
@@ -237,6 +239,8 @@ def table(comparisons: Sequence[Comparison]) -> str:
                 lines.append(f"    note ({sched}): {note}")
         if q is not None and q["worse"]:
             lines.append(f"    placement worse: {'; '.join(q['worse'])}")
+        if q is not None and q.get("differs"):
+            lines.append(f"    * placement differs: {'; '.join(q['differs'])}")
     return "\n".join(lines)
 
 
@@ -319,7 +323,11 @@ def plot(path: Path, comparisons: Sequence[Comparison]) -> None:
                     label=f"{sched}: pods created/s",
                 )
         ax.set_title(f"{c.label} [{c.target}]", fontsize=9)
-        ax.set_xlabel("seconds since first measured pod created")
+        ax.set_xlabel(
+            "seconds since first pod bound"
+            if c.target.endswith("backlog")
+            else "seconds since first measured pod created"
+        )
         ax.set_ylabel("pods bound / s")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)

@@ -301,3 +301,18 @@ def test_ksched_bench_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 def test_ksched_bench_rejects_an_unknown_workload(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["bench", "--workload", "nope", "--no-progress"]) == 2
     assert "unknown workload" in capsys.readouterr().err
+
+
+def test_a_larger_skew_within_a_hard_max_skew_differs_but_is_not_worse() -> None:
+    constraint = {**SPREAD["spec"]["topologySpreadConstraints"][0], "maxSkew": 5}
+    loose = {"spec": {"topologySpreadConstraints": [constraint]}}
+    nodes = [_node("a", "z1"), _node("b", "z2"), _node("c", "z1")]
+    even = placement.summarize(
+        nodes, [_pod("p1", "a"), _pod("p2", "b")], measured_namespace="m", template=loose
+    )
+    piled = placement.summarize(
+        nodes, [_pod("p1", "a"), _pod("p2", "c")], measured_namespace="m", template=loose
+    )
+    result = placement.compare(piled, even)
+    assert result["ok"], result
+    assert result["differs"] == ["topology.kubernetes.io/zone skew 2 > 0 (within maxSkew 5)"]
