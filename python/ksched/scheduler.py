@@ -137,6 +137,12 @@ class SchedulerHandle:
     def pods_on_node(self, node: str) -> Collection[NodePod]:
         return self._sched.cache.pods_on_node(node)
 
+    def node_generation(self, node: str) -> int:
+        return self._sched.cache.node_generation(node)
+
+    def node_generations(self) -> Mapping[str, int]:
+        return self._sched.cache.node_generations()
+
     def get_pod(self, namespace: str, name: str) -> Obj | None:
         return self._sched.pod_informer.store.get(f"{namespace}/{name}")
 
@@ -195,6 +201,9 @@ class Scheduler:
             sort_key=first.sort_key,
             metrics=self.metrics,
         )
+        #: uid → node of each nomination, to tell the cache which nodes they change.
+        self._nominated_at: dict[str, str] = {}
+        self.queue.nominator.listeners.append(self._nomination_touched)
         if hasattr(Snapshot, "set_nominated"):
             # Filtering counts nominated pods of equal or higher priority against their
             # node (upstream RunFilterPluginsWithNominatedPods) once the core offers it.
@@ -274,6 +283,16 @@ class Scheduler:
         self._background: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
         self.synced = asyncio.Event()
+
+    def _nomination_touched(self, pod: Pod, node: str | None) -> None:
+        """Nominations count against their node when filtering: per-node results
+        (``Cache.node_generation``) must see them change."""
+        old = self._nominated_at.pop(pod.uid, None)
+        if old is not None:
+            self.cache.touch(old)
+        if node is not None:
+            self._nominated_at[pod.uid] = node
+            self.cache.touch(node)
 
     def _nomination_changed(self, pod: Pod, node: str | None) -> None:
         snapshot: Any = self.cache.snapshot

@@ -455,6 +455,15 @@ class Handle(Protocol):
         """The pods the cache accounts on ``node`` (upstream ``NodeInfo.Pods``)."""
         ...
 
+    def node_generation(self, node: str) -> int:
+        """A number that changes whenever ``node``, its pods or the pods nominated to
+        it change."""
+        ...
+
+    def node_generations(self) -> Mapping[str, int]:
+        """:meth:`node_generation` of every node (0 when absent), read-only."""
+        ...
+
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The latest object of a pod from the informer (upstream's pod lister)."""
         ...

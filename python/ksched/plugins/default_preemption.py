@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -297,16 +298,15 @@ class Candidate:
 def _rank_key(c: Candidate) -> tuple[int, int, int, int, float]:
     victims = c.victims
     highest = victims[0].pod.priority
-    earliest = min(
-        t for v, t in zip(victims, c.start_times, strict=True) if v.pod.priority == highest
-    )
-    return (
-        -c.num_pdb_violations,
-        -highest,
-        -sum(v.pod.priority + _PRIORITY_OFFSET for v in victims),
-        -len(victims),
-        earliest,
-    )
+    total = 0
+    earliest = math.inf  # of the highest-priority victims
+    for v, t in zip(victims, c.start_times, strict=True):
+        prio = v.pod.priority
+        total += prio
+        if prio == highest and t < earliest:
+            earliest = t
+    n = len(victims)
+    return (-c.num_pdb_violations, -highest, -(total + n * _PRIORITY_OFFSET), -n, earliest)
 
 
 def pick_one_node_for_preemption(candidates: Sequence[Candidate]) -> Candidate | None:
@@ -405,12 +405,11 @@ class _Attempt:
             and not self.python_filters
             and not _has_required_pod_affinity(pod)
         )
-        #: ``(resource, pod request)`` the arithmetic checks (pods: one more pod), or
-        #: None when the prediction is not exact for this pod and profile.
-        self.arith: list[tuple[str, int]] | None = None
+        #: The pod's requests of :data:`_ARITHMETIC_RESOURCES` (0: not checked), or
+        #: None when the arithmetic prediction is not exact for this pod and profile.
+        self.arith: tuple[int, ...] | None = None
         if monotone:
-            self.arith = [(r, pod.requests.get(r, 0)) for r in _ARITHMETIC_RESOURCES]
-            self.arith = [(r, a) for r, a in self.arith if a > 0]
+            self.arith = tuple(pod.requests.get(r, 0) for r in _ARITHMETIC_RESOURCES)
 
 
 class DefaultPreemption:
@@ -441,6 +440,11 @@ class DefaultPreemption:
         self._pdb_cache: dict[str, tuple[str, PodDisruptionBudget]] = {}
         #: id(pod) → (pod, start time) of started pods.
         self._starts: dict[int, tuple[Pod, float]] = {}
+        #: node → (node generation, priority, room, nominated pods counted in it,
+        #: lower-priority pods most important first): see :meth:`_room`.
+        self._room_memo: dict[
+            str, tuple[int, int, tuple[int, ...], frozenset[str], tuple[NodePod, ...]]
+        ] = {}
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any] | None) -> DefaultPreemption:
@@ -645,10 +649,37 @@ class DefaultPreemption:
         statuses: dict[str, Status] = {}
         errors: list[str] = []
         deferred: list[str] = []
+        # The remembered-room check of select_victims_on_node, inlined: in a large
+        # cluster most nodes examined are ruled out by it.
+        arith = a.arith
+        memo = self._room_memo
+        generations = self.handle.node_generations()
+        prio, uid = a.priority, a.pod.uid
+        cpu = memory = storage = 0
+        if arith is not None:
+            cpu, memory, storage = arith
         for i in range(n):
             node = potential[(offset + i) % n]
+            m = memo.get(node) if arith is not None else None
             try:
-                cand, st = self.select_victims_on_node(a, node)
+                if (
+                    m is not None
+                    and m[1] == prio
+                    and m[0] == generations.get(node, 0)
+                    and uid not in m[3]
+                ):
+                    room = m[2]
+                    if (
+                        room[0] < 1
+                        or (cpu and cpu > room[1])
+                        or (memory and memory > room[2])
+                        or (storage and storage > room[3])
+                    ):
+                        deferred.append(node)
+                        continue
+                    cand, st = self._select(a, node, list(m[4]), list(room))
+                else:
+                    cand, st = self.select_victims_on_node(a, node)
             except (ValueError, KeyError) as exc:  # e.g. the node left the snapshot
                 cand, st = None, Status(Code.ERROR, str(exc))
             if cand is not None:
@@ -682,19 +713,43 @@ class DefaultPreemption:
         """The candidate on ``node``, or why there is none. ``(None, None)`` means the
         resource arithmetic proved the pod cannot fit (status computed on demand);
         ``exact`` skips the arithmetic."""
+        arith = None if exact else a.arith
         prio = a.priority
+        # The node's lower-priority pods (most important first) and its room without
+        # them are remembered while the node, its pods and the pods nominated to it
+        # stay the same: most nodes of a large cluster are looked at again and again
+        # by preemptors of one priority, and most of those are ruled out by the
+        # arithmetic alone (dry_run inlines this check).
+        memo = self._room_memo.get(node) if arith is not None else None
+        if (
+            memo is not None
+            and arith is not None
+            and memo[1] == prio
+            and memo[0] == self.handle.node_generation(node)
+            and a.pod.uid not in memo[3]
+        ):
+            if not _fits(memo[2], arith):
+                return None, None
+            return self._select(a, node, list(memo[4]), list(memo[2]))
         potential = [cp for cp in self.handle.pods_on_node(node) if cp.pod.priority < prio]
         if not potential:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_VICTIMS)
-        room: list[int] | None = None
-        if a.arith is not None and not exact:
-            room = self._room(a, node, potential)
-            if room is None:
-                return None, None
         # Most important first: higher priority, then earlier start (MoreImportantPod).
         now = a.now
         start = self._start_time
         potential.sort(key=lambda cp: (-cp.pod.priority, start(cp.pod, now)))
+        room: list[int] | None = None
+        if arith is not None:
+            room = self._room(a, node, potential)
+            if room is not None and not _fits(room, arith):
+                return None, None
+        return self._select(a, node, potential, room)
+
+    def _select(
+        self, a: _Attempt, node: str, potential: list[NodePod], room: list[int] | None
+    ) -> tuple[Candidate | None, Status | None]:
+        """Victims among ``potential`` (most important first): predicted from ``room``
+        when there is one, else (or when the prediction fails) step by step."""
         if a.pdbs:
             violating, non_violating = filter_pods_with_pdb_violation(potential, a.pdbs)
             ordered = violating + non_violating
@@ -702,8 +757,8 @@ class DefaultPreemption:
         else:
             ordered, num_violating, violating, non_violating = potential, 0, [], potential
         result = None
-        if room is not None:
-            result = self._predict(a, node, ordered, num_violating, room)
+        if room is not None and a.arith is not None:
+            result = self._predict(a, node, ordered, num_violating, room, a.arith)
         if result is None:
             victims, nviol, st = self._victims_step_by_step(
                 a, node, potential, ordered, num_violating
@@ -714,6 +769,8 @@ class DefaultPreemption:
             victims, nviol = result
         if not victims:
             return None, Status(Code.ERROR, f'expected at least one victim pod on node "{node}"')
+        now = a.now
+        start = self._start_time
         if violating and non_violating:
             victims.sort(key=lambda cp: (-cp.pod.priority, start(cp.pod, now)))
         return Candidate(node, victims, nviol, [start(v.pod, now) for v in victims]), None
@@ -767,39 +824,44 @@ class DefaultPreemption:
                 _restore(snapshot, cp, node)
 
     def _room(self, a: _Attempt, node: str, potential: Sequence[NodePod]) -> list[int] | None:
-        """Free pod slots and free amounts of ``a.arith``'s resources on ``node`` once
-        every lower-priority pod is gone, nominated pods that hold room against the pod
-        subtracted, as NodeResourcesFit counts them; None when the pod cannot fit."""
+        """Free pod slots and free amounts of :data:`_ARITHMETIC_RESOURCES` on ``node``
+        once every pod of ``potential`` is gone, less what the pods nominated to the
+        node that count against the pod hold (equal or higher priority, not the pod
+        itself), as NodeResourcesFit counts them; None for a node the snapshot does not
+        know. Remembered with ``potential`` while the node's generation stays."""
         snapshot = a.snapshot
-        arith = a.arith
-        assert arith is not None
         alloc_pods = snapshot.allocatable(node, "pods")
         if alloc_pods is None:
             return None
-        nominated = (
-            [
-                p
-                for p in self.handle.nominated_pods_for_node(node)
-                if p.priority >= a.priority and p.uid != a.pod.uid
-            ]
-            if node in a.nominated_nodes
-            else ()
-        )
-        free_pods = (
-            alloc_pods - (snapshot.requested(node, "pods") or 0) + len(potential) - len(nominated)
-        )
-        if free_pods < 1:
-            return None
-        room = [free_pods]
-        for r, amount in arith:
+        room = [alloc_pods - (snapshot.requested(node, "pods") or 0) + len(potential)]
+        for r in _ARITHMETIC_RESOURCES:
             f = (snapshot.allocatable(node, r) or 0) - (snapshot.requested(node, r) or 0)
             for cp in potential:
                 f += cp.pod.requests.get(r, 0)
-            for p in nominated:
-                f -= p.requests.get(r, 0)
-            if amount > f:
-                return None
             room.append(f)
+        counted: list[str] = []
+        own = False
+        if node in a.nominated_nodes:
+            for p in self.handle.nominated_pods_for_node(node):
+                if p.uid == a.pod.uid:
+                    own = True
+                elif p.priority >= a.priority:
+                    counted.append(p.uid)
+                    room[0] -= 1
+                    reqs = p.requests
+                    for j, r in enumerate(_ARITHMETIC_RESOURCES, 1):
+                        room[j] -= reqs.get(r, 0)
+        if not own:  # a room that left out the pod's own nomination is the pod's alone
+            memo = self._room_memo
+            if len(memo) > 4 * snapshot.num_nodes + 1000:
+                memo.clear()
+            memo[node] = (
+                self.handle.node_generation(node),
+                a.priority,
+                tuple(room),
+                frozenset(counted),
+                tuple(potential),
+            )
         return room
 
     def _predict(
@@ -809,46 +871,46 @@ class DefaultPreemption:
         ordered: Sequence[NodePod],
         num_violating: int,
         room: list[int],
+        arith: tuple[int, ...],
     ) -> tuple[list[NodePod], int] | None:
         """The step-by-step result, predicted by arithmetic from ``room`` (see
         :meth:`_room`) and verified by one Filter call; None when the prediction does
         not hold (then the node is redone step by step)."""
         snapshot = a.snapshot
-        arith = a.arith
-        assert arith is not None
+        cpu, memory, storage = arith
         victims: list[NodePod] = []
         nviol = 0
         for i, cp in enumerate(ordered):
             reqs = cp.pod.requests
-            fits = room[0] >= 2
-            if fits:
-                j = 1
-                for r, amount in arith:
-                    if amount + reqs.get(r, 0) > room[j]:
-                        fits = False
-                        break
-                    j += 1
-            if fits:
+            v_cpu = reqs.get("cpu", 0)
+            v_memory = reqs.get("memory", 0)
+            v_storage = reqs.get("ephemeral-storage", 0)
+            if (
+                room[0] >= 2
+                and (cpu == 0 or cpu + v_cpu <= room[1])
+                and (memory == 0 or memory + v_memory <= room[2])
+                and (storage == 0 or storage + v_storage <= room[3])
+            ):
                 room[0] -= 1
-                j = 1
-                for r, _ in arith:
-                    room[j] -= reqs.get(r, 0)
-                    j += 1
+                room[1] -= v_cpu
+                room[2] -= v_memory
+                room[3] -= v_storage
             else:
                 victims.append(cp)
                 if i < num_violating:
                     nviol += 1
         if not victims:
             return None
-        removed: list[NodePod] = []
+        remove, add_pod, assume = snapshot.remove_pod, snapshot.add_pod, snapshot.assume
+        removed = 0
         try:
             for cp in victims:
-                snapshot.remove_pod(cp.pod.uid)
-                removed.append(cp)
+                remove(cp.pod.uid)
+                removed += 1
             st = self._filter(a, node)
         finally:
-            for cp in removed:
-                _restore(snapshot, cp, node)
+            for cp in victims[:removed]:
+                (assume if cp.assumed else add_pod)(cp.compiled, node)
         if st is not None:
             return None
         return victims, nviol
@@ -973,6 +1035,17 @@ class DefaultPreemption:
             f"Preempted by pod {preemptor.uid} on node {node}",
             preemptor.scheduler_name,
         )
+
+
+def _fits(room: Sequence[int], amounts: Sequence[int]) -> bool:
+    """Whether one more pod requesting ``amounts`` fits ``room`` (free pod slots first;
+    a resource the pod does not request is not checked, as NodeResourcesFit does)."""
+    if room[0] < 1:
+        return False
+    for free, amount in zip(room[1:], amounts, strict=True):
+        if amount and amount > free:
+            return False
+    return True
 
 
 def _restore(snapshot: Snapshot, cp: NodePod, node: str) -> None:

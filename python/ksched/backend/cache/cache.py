@@ -13,7 +13,7 @@ before its node, and a node may be deleted while pods are still accounted on it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from ksched._core import CompiledPod, Snapshot
@@ -41,6 +41,8 @@ class Cache:
         self._pods: dict[str, _CachedPod] = {}
         #: node → uid → pod: the pods accounted on each node (preemption's victims).
         self._by_node: dict[str, dict[str, _CachedPod]] = {}
+        #: node → a number that changes whenever the node or its pods do (node_generation).
+        self._generations: dict[str, int] = {}
 
     # ---- nodes -------------------------------------------------------------------
 
@@ -54,10 +56,27 @@ class Cache:
             [(list(names), size) for names, size in node.images],
         )
         self.nodes[node.name] = node
+        self.touch(node.name)
 
     def remove_node(self, name: str) -> None:
         self.nodes.pop(name, None)
         self.snapshot.remove_node(name)
+        self.touch(name)
+
+    def touch(self, node: str) -> None:
+        """Mark ``node`` changed (also called when the pods nominated to it change)."""
+        gens = self._generations
+        gens[node] = gens.get(node, 0) + 1
+
+    def node_generation(self, node: str) -> int:
+        """Changes whenever ``node``, the set of pods accounted on it or one of those
+        pods changes, or :meth:`touch` is called (lets per-node results be reused while
+        it stays the same)."""
+        return self._generations.get(node, 0)
+
+    def node_generations(self) -> Mapping[str, int]:
+        """:meth:`node_generation` of every node that has one (read-only view)."""
+        return self._generations
 
     # ---- pods --------------------------------------------------------------------
 
@@ -72,6 +91,7 @@ class Cache:
             self.snapshot.confirm(pod.uid, pod.node_name)
             cached.assumed = False
             cached.pod = pod
+            self.touch(pod.node_name)
             return
         if (
             cached is not None
@@ -83,6 +103,7 @@ class Cache:
             and (cached.pod.deletion_timestamp is None) == (pod.deletion_timestamp is None)
         ):
             cached.pod = pod
+            self.touch(pod.node_name)
             return
         if compiled is None:
             compiled = compile_pod(pod)
@@ -100,6 +121,7 @@ class Cache:
             return False
         self.snapshot.confirm(uid, node_name)
         cached.assumed = False
+        self.touch(node_name)
         return True
 
     def remove_pod(self, uid: str) -> bool:
@@ -126,17 +148,23 @@ class Cache:
     def _index(self, cached: _CachedPod) -> None:
         uid = cached.pod.uid
         self._pods[uid] = cached
-        on_node = self._by_node.get(cached.node_name)
+        node = cached.node_name
+        on_node = self._by_node.get(node)
         if on_node is None:
-            on_node = self._by_node[cached.node_name] = {}
+            on_node = self._by_node[node] = {}
         on_node[uid] = cached
+        gens = self._generations
+        gens[node] = gens.get(node, 0) + 1
 
     def _unindex(self, cached: _CachedPod) -> None:
-        on_node = self._by_node.get(cached.node_name)
+        node = cached.node_name
+        on_node = self._by_node.get(node)
         if on_node is not None:
             on_node.pop(cached.pod.uid, None)
             if not on_node:
-                del self._by_node[cached.node_name]
+                del self._by_node[node]
+        gens = self._generations
+        gens[node] = gens.get(node, 0) + 1
 
     def pods_on_node(self, node: str) -> Collection[_CachedPod]:
         """The pods accounted on ``node`` (bound or assumed), each with its compiled
