@@ -1122,3 +1122,62 @@ async def test_remembered_room_keeps_each_preemptor_out_of_its_own_way() -> None
             assert env.candidates("a", statuses(["n1"])) == {"n1": (["low"], 0)}
         env.sched.queue.nominator.nominate(env.pod("a"), "")
         assert env.candidates("b", statuses(["n1"])) == {"n1": (["low"], 0)}
+
+
+async def test_a_nominated_pod_that_can_no_longer_preempt_loses_its_nomination() -> None:
+    c = InMemoryCluster()
+    c.create("nodes", make_node("n0"))
+    c.create("pods", pod("higher", prio=100, on="n0", req=("4", "1Gi")))
+    nominated = pod("p", prio=10, req=("1", "1Gi"))
+    nominated["status"]["nominatedNodeName"] = "n0"
+    c.create("pods", nominated)
+    sched = Scheduler(
+        c, {"default-scheduler": Profile("default-scheduler", DEFAULT_FILTERS, ())}, seed=1
+    )
+    await sched.start()
+    assert sched.queue.nominator.node_of("p") == "n0"
+    loop_task = asyncio.get_running_loop().create_task(sched.run())
+    try:
+        await _wait_for(lambda: c.event_counts.get("FailedScheduling", 0) >= 1)
+
+        def nomination() -> object:
+            status = (c.get("pods", "default/p") or {}).get("status") or {}
+            return status.get("nominatedNodeName", "n0")
+
+        await _wait_for(lambda: nomination() is None)
+        assert sched.queue.nominator.node_of("p") is None
+    finally:
+        await sched.shutdown()
+        loop_task.cancel()
+        await asyncio.gather(loop_task, return_exceptions=True)
+
+
+def test_post_filter_keeps_the_result_of_a_rejecting_plugin() -> None:
+    from ksched.framework.interface import PostFilterResult
+    from ksched.framework.runtime import Framework
+
+    class Clears:
+        name = "Clears"
+
+        def post_filter(
+            self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]
+        ) -> tuple[PostFilterResult | None, Status | None]:
+            return PostFilterResult(""), Status(Code.UNSCHEDULABLE, "nothing to preempt")
+
+    class Silent:
+        name = "Silent"
+
+        def post_filter(
+            self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]
+        ) -> tuple[PostFilterResult | None, Status | None]:
+            return None, Status(Code.UNSCHEDULABLE, "no idea")
+
+    fw = Framework(Profile("s", ("NodeResourcesFit",), ()), plugins=[Clears(), Silent()])
+    obj = pod("p")
+    res, status = fw.run_post_filter(CycleState(), Pod.from_dict(obj), NodeStatuses())
+    assert res is not None and res.nominated_node_name == ""
+    assert (status.code, status.message, status.plugin) == (
+        Code.UNSCHEDULABLE,
+        "nothing to preempt, no idea",
+        "Clears",
+    )

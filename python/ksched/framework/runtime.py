@@ -399,6 +399,10 @@ class Framework:
         start = self._clock()
         reasons: list[str] = []
         outcome: tuple[PostFilterResult | None, Status] | None = None
+        # The last result of a rejecting plugin that asks for a change (upstream keeps
+        # it: a preemption that found no candidate clears the pod's nomination).
+        result: PostFilterResult | None = None
+        rejector = ""
         for p in self.points.post_filter:
             t = self._clock()
             try:
@@ -415,9 +419,12 @@ class Framework:
             if not s.is_rejected():
                 outcome = (None, _wrap("PostFilter", p.name, s))
                 break
+            if res is not None:
+                result = res
             reasons.extend(s.reasons)
+            rejector = rejector or p.name
         if outcome is None:
-            outcome = (None, Status(Code.UNSCHEDULABLE, *reasons))
+            outcome = (result, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector))
         self.observe("PostFilter", outcome[1].code, self._clock() - start)
         return outcome
 
