@@ -357,6 +357,17 @@ def _rfc3339(t: float) -> str:
     return datetime.fromtimestamp(int(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+#: See ``DefaultPreemption._room_memo``.
+_Memo = tuple[
+    int,
+    int,
+    tuple[int, ...],
+    frozenset[str],
+    tuple[NodePod, ...],
+    dict[tuple[int, ...], tuple[tuple[NodePod, ...], int]],
+]
+
+
 class _Attempt:
     """Everything one PostFilter call computes once and reads for every node."""
 
@@ -441,10 +452,9 @@ class DefaultPreemption:
         #: id(pod) → (pod, start time) of started pods.
         self._starts: dict[int, tuple[Pod, float]] = {}
         #: node → (node generation, priority, room, nominated pods counted in it,
-        #: lower-priority pods most important first): see :meth:`_room`.
-        self._room_memo: dict[
-            str, tuple[int, int, tuple[int, ...], frozenset[str], tuple[NodePod, ...]]
-        ] = {}
+        #: lower-priority pods most important first, the arithmetic's victims by pod
+        #: requests): see :meth:`_room` and :meth:`_select`.
+        self._room_memo: dict[str, _Memo] = {}
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any] | None) -> DefaultPreemption:
@@ -677,7 +687,7 @@ class DefaultPreemption:
                     ):
                         deferred.append(node)
                         continue
-                    cand, st = self._select(a, node, list(m[4]), list(room))
+                    cand, st = self._select(a, node, list(m[4]), list(room), m[5])
                 else:
                     cand, st = self.select_victims_on_node(a, node)
             except (ValueError, KeyError) as exc:  # e.g. the node left the snapshot
@@ -730,7 +740,7 @@ class DefaultPreemption:
         ):
             if not _fits(memo[2], arith):
                 return None, None
-            return self._select(a, node, list(memo[4]), list(memo[2]))
+            return self._select(a, node, list(memo[4]), list(memo[2]), memo[5])
         potential = [cp for cp in self.handle.pods_on_node(node) if cp.pod.priority < prio]
         if not potential:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_VICTIMS)
@@ -739,26 +749,51 @@ class DefaultPreemption:
         start = self._start_time
         potential.sort(key=lambda cp: (-cp.pod.priority, start(cp.pod, now)))
         room: list[int] | None = None
+        predictions: dict[tuple[int, ...], tuple[tuple[NodePod, ...], int]] | None = None
         if arith is not None:
             room = self._room(a, node, potential)
             if room is not None and not _fits(room, arith):
                 return None, None
-        return self._select(a, node, potential, room)
+            memo = self._room_memo.get(node)
+            if (
+                memo is not None
+                and memo[1] == prio
+                and memo[0] == self.handle.node_generation(node)
+                and a.pod.uid not in memo[3]
+            ):
+                predictions = memo[5]
+        return self._select(a, node, potential, room, predictions)
 
     def _select(
-        self, a: _Attempt, node: str, potential: list[NodePod], room: list[int] | None
+        self,
+        a: _Attempt,
+        node: str,
+        potential: list[NodePod],
+        room: list[int] | None,
+        predictions: dict[tuple[int, ...], tuple[tuple[NodePod, ...], int]] | None = None,
     ) -> tuple[Candidate | None, Status | None]:
         """Victims among ``potential`` (most important first): predicted from ``room``
-        when there is one, else (or when the prediction fails) step by step."""
+        when there is one, else (or when the prediction fails) step by step.
+        ``predictions`` remembers the arithmetic's answer for the node's room by the
+        pod's requests (it holds while the room does; without PDBs in play)."""
         if a.pdbs:
             violating, non_violating = filter_pods_with_pdb_violation(potential, a.pdbs)
             ordered = violating + non_violating
             num_violating = len(violating)
+            predictions = None
         else:
             ordered, num_violating, violating, non_violating = potential, 0, [], potential
         result = None
-        if room is not None and a.arith is not None:
-            result = self._predict(a, node, ordered, num_violating, room, a.arith)
+        arith = a.arith
+        if room is not None and arith is not None:
+            known = predictions.get(arith) if predictions is not None else None
+            if known is not None:
+                victims = list(known[0])
+                result = (victims, known[1]) if self._verify(a, node, victims) else None
+            else:
+                result = self._predict(a, node, ordered, num_violating, room, arith)
+                if result is not None and predictions is not None:
+                    predictions[arith] = (tuple(result[0]), result[1])
         if result is None:
             victims, nviol, st = self._victims_step_by_step(
                 a, node, potential, ordered, num_violating
@@ -861,6 +896,7 @@ class DefaultPreemption:
                 tuple(room),
                 frozenset(counted),
                 tuple(potential),
+                {},
             )
         return room
 
@@ -876,7 +912,6 @@ class DefaultPreemption:
         """The step-by-step result, predicted by arithmetic from ``room`` (see
         :meth:`_room`) and verified by one Filter call; None when the prediction does
         not hold (then the node is redone step by step)."""
-        snapshot = a.snapshot
         cpu, memory, storage = arith
         victims: list[NodePod] = []
         nviol = 0
@@ -899,8 +934,14 @@ class DefaultPreemption:
                 victims.append(cp)
                 if i < num_violating:
                     nviol += 1
-        if not victims:
+        if not victims or not self._verify(a, node, victims):
             return None
+        return victims, nviol
+
+    def _verify(self, a: _Attempt, node: str, victims: Sequence[NodePod]) -> bool:
+        """Whether the pod fits ``node`` without ``victims`` (every filter); the
+        snapshot is restored before returning."""
+        snapshot = a.snapshot
         remove, add_pod, assume = snapshot.remove_pod, snapshot.add_pod, snapshot.assume
         removed = 0
         try:
@@ -911,9 +952,7 @@ class DefaultPreemption:
         finally:
             for cp in victims[:removed]:
                 (assume if cp.assumed else add_pod)(cp.compiled, node)
-        if st is not None:
-            return None
-        return victims, nviol
+        return st is None
 
     def _filter(self, a: _Attempt, node: str) -> Status | None:
         """Every Filter of the profile on ``node`` as the snapshot stands (upstream
