@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import resource
 import time
@@ -144,6 +145,7 @@ async def run_embedded(
 
     sched = Scheduler(cluster, profiles or {"default-scheduler": default_profile()}, seed=seed)
     cpu0 = _cpu_self()
+    thresholds = gc.get_threshold()
     await sched.start()
     aio.tune_gc()
     loop_task = asyncio.get_running_loop().create_task(sched.run())
@@ -206,6 +208,10 @@ async def run_embedded(
         await sched.shutdown()
         loop_task.cancel()
         await asyncio.gather(loop_task, return_exceptions=True)
+        # aio.tune_gc froze every object alive at start; a benchmark process runs many
+        # clusters, so give the collector back what this one leaves behind.
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
 
     result.bound = min(sched.stats.bound - base, expected)
     result.completed = result.bound >= expected
