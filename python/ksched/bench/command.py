@@ -69,6 +69,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="apiserver target: sample the ksched process with py-spy during each measured "
         "op and write collapsed stacks and a summary here",
     )
+    p.add_argument(
+        "--memory-profile",
+        action="store_true",
+        help="with --profile-dir: run ksched under tracemalloc and write its heaviest "
+        "allocation sites (slows ksched; for memory only)",
+    )
     p.add_argument("--concurrency", type=int, default=32, help="harness requests in flight")
     p.add_argument("--timeout", type=float, default=None, help="seconds per measured op")
     p.add_argument("--seed", type=int, default=None)
@@ -130,6 +136,7 @@ def run_apiserver(
     mode: str,
     progress: Progress,
     profile_dir: str | None = None,
+    memory_profile: bool = False,
 ) -> list[Comparison]:
     from ksched import aio
     from ksched.bench import e2e
@@ -152,6 +159,7 @@ def run_apiserver(
                     timeout=timeout,
                     mode=mode,
                     profile_dir=profile_dir,
+                    memory_profile=memory_profile,
                 ),
                 on_progress=progress.show,
             )
@@ -222,6 +230,7 @@ def main(args: argparse.Namespace) -> int:
             mode=args.mode,
             progress=progress,
             profile_dir=args.profile_dir,
+            memory_profile=args.memory_profile,
         )
     print(report.table(comparisons))
     meta = {

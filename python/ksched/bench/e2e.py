@@ -203,13 +203,17 @@ class UnderTest(Protocol):
 
     def extra(self) -> dict[str, Any]: ...
 
+    def last_stats(self) -> dict[str, Any]: ...
+
 
 class KschedProcess:
     """``ksched run`` (:mod:`ksched.bench.kschedproc`) in a subprocess."""
 
     name = KSCHED
 
-    def __init__(self, workdir: Path, config: dict[str, Any], run_id: int) -> None:
+    def __init__(
+        self, workdir: Path, config: dict[str, Any], run_id: int, *, tracemalloc: bool = False
+    ) -> None:
         self.workdir = workdir
         cfg_path = workdir / f"ksched-{run_id}.config.yaml"
         cfg_path.write_text(yaml.safe_dump(config))
@@ -227,6 +231,7 @@ class KschedProcess:
                 f"--config={cfg_path}",
                 f"--stats-file={self.stats_path}",
                 f"--ready-file={self.ready_path}",
+                *(["--tracemalloc"] if tracemalloc else []),
             ],
             stdin=subprocess.DEVNULL,
             stdout=self._log,
@@ -291,6 +296,9 @@ class KschedProcess:
     def extra(self) -> dict[str, Any]:
         return self.final
 
+    def last_stats(self) -> dict[str, Any]:
+        return self._read_stats()
+
 
 class UpstreamProcess:
     """Upstream kube-scheduler v1.36, started by the test control plane."""
@@ -332,6 +340,9 @@ class UpstreamProcess:
         await asyncio.to_thread(self.sched.stop)
 
     def extra(self) -> dict[str, Any]:
+        return {}
+
+    def last_stats(self) -> dict[str, Any]:
         return {}
 
 
@@ -403,6 +414,9 @@ class E2EOptions:
     #: When set, ``py-spy record`` samples the ksched process during the measured op and
     #: writes ``<dir>/<workload>-<run>.txt`` (collapsed stacks) and a summary.
     profile_dir: str | None = None
+    #: With ``profile_dir``: run ksched under tracemalloc and write its heaviest
+    #: allocation sites at the end of the measured op (slows ksched down; memory only).
+    memory_profile: bool = False
     #: "scheduler_perf": create the measured pods while the scheduler runs (the clock
     #: runs from the first created to the last bound); "backlog": create them before
     #: the scheduler starts (first bound to last bound) — the scheduler's own drain
@@ -512,7 +526,12 @@ class Bench:
             cfg = scheduler_config(
                 str(self.cp.kubeconfig), qps=self.opts.qps, burst=self.opts.burst
             )
-            return KschedProcess(self.workdir, cfg, self._runs)
+            return KschedProcess(
+                self.workdir,
+                cfg,
+                self._runs,
+                tracemalloc=bool(self.opts.memory_profile and self.opts.profile_dir),
+            )
         if which == UPSTREAM:
             cfg = scheduler_config(
                 str(self.cp.kubeconfig), qps=self.opts.qps, burst=self.opts.burst
@@ -556,6 +575,15 @@ class Bench:
         summary = out.with_suffix(".summary.txt")
         summary.write_text(procstat.summarize_collapsed(out))
         return str(summary)
+
+    def _write_memory(self, spec: WorkloadSpec, under: UnderTest) -> None:
+        if not (self.opts.profile_dir and self.opts.memory_profile):
+            return
+        lines = under.last_stats().get("memory") or []
+        if lines:
+            out = Path(self.opts.profile_dir) / f"{spec.key}-{self._runs}.memory.txt"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text("\n".join(lines) + "\n")
 
     def _cpu(self, sched_pid: int) -> dict[str, float]:
         out = {
@@ -620,6 +648,7 @@ class Bench:
             if spy is not None:
                 result.notes.append(f"profile: {await self._profile_stop(*spy)}")
             after = await under.scrape()
+            self._write_memory(spec, under)
             result.peak_rss_mib = procstat.peak_rss_mib(under.pid)
             result.cpu_seconds = procstat.cpu_seconds(under.pid)
             for c in churn_ops:

@@ -38,8 +38,28 @@ from ksched.scheduler import Scheduler
 log = logging.getLogger(__name__)
 
 
+def memory_top(limit: int = 30) -> list[str]:
+    """The heaviest allocation sites (file and line) while ``--tracemalloc`` is on."""
+    import gc
+    import tracemalloc
+
+    if not tracemalloc.is_tracing():
+        return []
+    gc.collect()
+    snap = tracemalloc.take_snapshot()
+    total = sum(st.size for st in snap.statistics("filename"))
+    out = [f"total traced {total / 2**20:.1f} MiB"]
+    for key in ("filename", "lineno"):
+        for st in snap.statistics(key)[:limit]:
+            frame = st.traceback[0]
+            where = frame.filename if key == "filename" else f"{frame.filename}:{frame.lineno}"
+            out.append(f"{st.size / 2**20:8.1f} MiB {st.count:9d}  {where}")
+    return out
+
+
 def stats_of(sched: Scheduler, seq: int) -> dict[str, Any]:
-    """What the stats file holds: counters, the metrics text, cycle percentiles."""
+    """What the stats file holds: counters, the metrics text, cycle percentiles (and the
+    heaviest allocation sites under ``--tracemalloc``)."""
     import numpy as np
 
     lat = sched.stats.attempt_ns
@@ -59,6 +79,7 @@ def stats_of(sched: Scheduler, seq: int) -> dict[str, Any]:
         "cycle_p50_us": p50,
         "cycle_p99_us": p99,
         "metrics": generate_latest(run.metrics_registry(sched)).decode(),
+        "memory": memory_top(),
     }
 
 
@@ -109,8 +130,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kubeconfig", default=None)
     p.add_argument("--stats-file", required=True)
     p.add_argument("--ready-file", default=None)
+    p.add_argument(
+        "--tracemalloc", action="store_true", help="trace allocations (slow; for memory profiles)"
+    )
     p.add_argument("-v", "--v", dest="verbosity", type=int, default=0)
     args = p.parse_args(argv)
+    if args.tracemalloc:
+        import tracemalloc
+
+        tracemalloc.start(1)
     logging.basicConfig(
         level=logging.INFO if args.verbosity > 0 else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
