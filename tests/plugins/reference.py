@@ -269,7 +269,8 @@ class _NodeUnschedulable:
         return _Status("NodeUnschedulable", UNRESOLVABLE, ERR_NODE_UNSCHEDULABLE)
 
     def score(self, feasible: list[Obj]) -> dict[str, tuple[int, int]]:  # pragma: no cover
-        raise NotImplementedError
+        # NodeUnschedulable is a Filter plugin only: scoring with it is a usage error.
+        raise TypeError("NodeUnschedulable has no Score extension point")
 
 
 # --- PodTopologySpread ----------------------------------------------------------------
