@@ -281,7 +281,7 @@ impl Snapshot {
         let mut st = IpaFilterState {
             active: !terms.affinity_required.is_empty()
                 || !terms.anti_required.is_empty()
-                || !self.pods_with_required_anti.is_empty(),
+                || self.anti_index.of(TermKind::RequiredAnti).next().is_some(),
             ..IpaFilterState::default()
         };
         let own_ns_labels: &[(u32, u32)] = self.namespace_labels(ns).unwrap_or(&[]);

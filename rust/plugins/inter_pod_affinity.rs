@@ -24,7 +24,6 @@
 //! owner's namespace) or matches its namespaceSelector, and its labels match the term's
 //! selector (with matchLabelKeys/mismatchLabelKeys merged in).
 
-use ahash::AHashMap;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -249,10 +248,6 @@ impl CompiledAffinity {
                 .collect(),
         }
     }
-
-    pub fn has_required_anti(&self) -> bool {
-        !self.anti_required.is_empty()
-    }
 }
 
 #[derive(Clone, Debug)]
@@ -346,13 +341,6 @@ pub struct IpaFilterState {
     pub existing_anti_affinity_counts: TopologyCounts,
     /// The pod matches all of its own required affinity terms.
     pub self_matches_affinity: bool,
-}
-
-/// Per-pod Score state: `topology key → value → score`.
-#[derive(Clone, Debug, Default)]
-pub struct IpaScoreState {
-    pub active: bool,
-    pub topology_score: AHashMap<u32, AHashMap<u32, i64>>,
 }
 
 pub fn add_count(m: &mut TopologyCounts, key: u32, value: Option<u32>, delta: i64) {

@@ -19,7 +19,7 @@ pub mod py;
 pub mod resources;
 pub mod tree;
 
-use ahash::{AHashMap, AHashSet};
+use ahash::AHashMap;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
@@ -103,9 +103,6 @@ pub struct Snapshot {
     pub pods: Vec<Option<PodRecord>>,
     pub pod_index: AHashMap<String, u32>,
     free_pods: Vec<u32>,
-    /// Slab indices of pods with any affinity term, and with required anti-affinity.
-    pub pods_with_affinity: AHashSet<u32>,
-    pub pods_with_required_anti: AHashSet<u32>,
     pub pods_on_node: Vec<u32>,
     /// Host ports in use per node.
     pub node_ports: Vec<Vec<HostPort>>,
@@ -167,8 +164,6 @@ impl Snapshot {
             pods: Vec::new(),
             pod_index: AHashMap::new(),
             free_pods: Vec::new(),
-            pods_with_affinity: AHashSet::new(),
-            pods_with_required_anti: AHashSet::new(),
             pods_on_node: Vec::new(),
             node_ports: Vec::new(),
             node_images: Vec::new(),
@@ -462,12 +457,6 @@ impl Snapshot {
                 (self.pods.len() - 1) as u32
             }
         };
-        if let Some(a) = &affinity {
-            self.pods_with_affinity.insert(idx);
-            if a.has_required_anti() {
-                self.pods_with_required_anti.insert(idx);
-            }
-        }
         let rec = PodRecord {
             uid: pod.uid.clone(),
             slot,
@@ -499,8 +488,6 @@ impl Snapshot {
         };
         self.update_counts(&rec, -1);
         self.free_pods.push(idx);
-        self.pods_with_affinity.remove(&idx);
-        self.pods_with_required_anti.remove(&idx);
         let i = rec.slot as usize;
         for (col, amount) in &rec.requests {
             self.requested[*col][i] -= amount;
