@@ -23,7 +23,7 @@ use crate::plugins::inter_pod_affinity::{
 };
 use crate::plugins::node_affinity::{self, NodeAffinityState};
 use crate::plugins::node_ports::{self, HostPort};
-use crate::plugins::node_resources_fit::{self as fit, FilterState, ScoreState};
+use crate::plugins::node_resources_fit::{self as fit, FilterState, Freed, ScoreState};
 use crate::plugins::pod_topology_spread::{
     self as pts, Constraint, SpreadFilterState, Unsatisfiable,
 };
@@ -346,7 +346,21 @@ impl Snapshot {
 
     /// Run every Filter of the profile on one node, stopping at the first rejection.
     #[inline]
-    pub fn filter_node(&self, _profile: &Profile, st: &PodState, slot: u32) -> Option<Reject> {
+    pub fn filter_node(&self, profile: &Profile, st: &PodState, slot: u32) -> Option<Reject> {
+        self.filter_node_freed(profile, st, slot, &Freed::NONE)
+    }
+
+    /// `filter_node` as if the room `freed` were free too (preemption's dry run; valid
+    /// only while the pod's active filters other than NodeResourcesFit do not look at
+    /// the node's pods, see `preemption`).
+    #[inline]
+    pub fn filter_node_freed(
+        &self,
+        _profile: &Profile,
+        st: &PodState,
+        slot: u32,
+        freed: &Freed,
+    ) -> Option<Reject> {
         for &plugin in &st.active_filters {
             let rejected: Option<(bool, u64)> = match plugin {
                 Plugin::NodeUnschedulable => (!node_unschedulable::filter(
@@ -364,7 +378,7 @@ impl Snapshot {
                 Plugin::NodePorts => (!st.ports.is_empty()
                     && !node_ports::filter(self, &st.ports, self.bind_all_ip, slot))
                 .then_some((false, 0)),
-                Plugin::NodeResourcesFit => fit::filter(self, &st.fit, slot),
+                Plugin::NodeResourcesFit => fit::filter(self, &st.fit, slot, freed),
                 Plugin::PodTopologySpread => {
                     pts::filter(self, &st.spread, slot).map(|d| (d == 0, d))
                 }
@@ -389,7 +403,7 @@ impl Snapshot {
         if !self.nominated.is_empty() {
             // Nominated pods of equal or higher priority hold their room on the node.
             if let Some(detail) =
-                self.fits_with_nominated(&st.fit, &st.ports, st.priority, &st.uid, slot)
+                self.fits_with_nominated(&st.fit, &st.ports, st.priority, &st.uid, slot, freed)
             {
                 let plugin = if detail == u64::MAX {
                     Plugin::NodePorts

@@ -7,6 +7,7 @@ pub mod cycle;
 pub mod normalize;
 pub mod plugins;
 pub mod pod;
+pub mod preemption;
 pub mod profile;
 pub mod sample;
 pub mod selector;
@@ -18,6 +19,7 @@ use pyo3::prelude::*;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<snapshot::Snapshot>()?;
     m.add_class::<snapshot::py::ScheduleResult>()?;
+    m.add_class::<preemption::PreemptionDryRun>()?;
     m.add_class::<pod::CompiledPod>()?;
     m.add_class::<profile::Profile>()?;
     m.add("FILTER_PLUGINS", profile::filter_plugin_names())?;

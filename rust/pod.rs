@@ -50,6 +50,9 @@ pub struct CompiledPod {
     pub default_spread_selector: Option<LabelSelectorSpec>,
     /// `metadata.deletionTimestamp` is set.
     pub deleting: bool,
+    /// `status.startTime` in seconds since the epoch (`None`: not started); preemption
+    /// reprieves and ranks victims by it.
+    pub start_time: Option<f64>,
 }
 
 impl CompiledPod {
@@ -81,7 +84,8 @@ impl CompiledPod {
         uid, namespace, name, *, requests, non_zero_cpu, non_zero_memory,
         node_name = String::new(), tolerations = Vec::new(), labels = None, priority = 0,
         node_selector = None, affinity = None, host_ports = Vec::new(), images = Vec::new(),
-        topology_spread_constraints = None, default_spread_selector = None, deleting = false
+        topology_spread_constraints = None, default_spread_selector = None, deleting = false,
+        start_time = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
@@ -103,6 +107,7 @@ impl CompiledPod {
         topology_spread_constraints: Option<&Bound<'_, PyAny>>,
         default_spread_selector: Option<&Bound<'_, PyAny>>,
         deleting: bool,
+        start_time: Option<f64>,
     ) -> PyResult<Self> {
         let key = format!("{namespace}/{name}");
         let mut reqs = Vec::with_capacity(requests.len());
@@ -235,6 +240,7 @@ impl CompiledPod {
             spread_constraints,
             default_spread_selector,
             deleting,
+            start_time,
         })
     }
 
@@ -301,6 +307,11 @@ impl CompiledPod {
     #[getter]
     fn priority(&self) -> i32 {
         self.priority
+    }
+
+    #[getter]
+    fn start_time(&self) -> Option<f64> {
+        self.start_time
     }
 
     fn __repr__(&self) -> String {

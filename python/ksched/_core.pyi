@@ -14,6 +14,7 @@ __all__ = [
     "FILTER_PLUGINS",
     "SCORE_PLUGINS",
     "CompiledPod",
+    "PreemptionDryRun",
     "Profile",
     "ScheduleResult",
     "Snapshot",
@@ -59,6 +60,7 @@ class CompiledPod:
         topology_spread_constraints: list[dict[str, Any]] | None = None,
         default_spread_selector: dict[str, Any] | None = None,
         deleting: bool = False,
+        start_time: float | None = None,
     ) -> CompiledPod: ...
     @property
     def uid(self) -> str: ...
@@ -70,6 +72,9 @@ class CompiledPod:
     def requests(self) -> dict[str, int]: ...
     @property
     def priority(self) -> int: ...
+    @property
+    def start_time(self) -> float | None:
+        """``status.startTime`` in seconds since the epoch; None: not started."""
     @property
     def signature(self) -> bytes | None:
         """Equal for pods scheduling treats alike; None for a pod that names its node."""
@@ -118,6 +123,32 @@ class ScheduleResult:
         """The message of a PreFilter that rejected the pod outright."""
     def reason_counts(self) -> dict[str, int]:
         """How many nodes gave each reason."""
+    def status_of(self, node: str) -> tuple[bool, str, list[str]] | None:
+        """``(unresolvable, plugin, reasons)`` of one rejected node, else None."""
+    def unschedulable_plugins(self) -> list[str]:
+        """The plugins that rejected some node."""
+    @property
+    def num_resolvable(self) -> int:
+        """Rejected nodes that are not UnschedulableAndUnresolvable."""
+    def resolvable_nodes(self) -> list[str]:
+        """Their names, in examination order."""
+
+@final
+class PreemptionDryRun:
+    """DefaultPreemption's dry run: candidates ``(node, [victim uid, ...],
+    num_pdb_violations)``, victims most important first, non-violating candidates first."""
+
+    @property
+    def examined(self) -> int: ...
+    def __len__(self) -> int: ...
+    def candidates(self) -> list[tuple[str, list[str], int]]: ...
+    def best(self) -> tuple[str, list[str], int] | None:
+        """The best candidate by upstream's pickOneNodeForPreemption."""
+    @property
+    def statuses(self) -> list[tuple[str, bool, str, list[str]]]:
+        """The nodes examined that are no candidate, only when there is no candidate."""
+    @property
+    def errors(self) -> list[str]: ...
 
 @final
 class Snapshot:
@@ -152,6 +183,22 @@ class Snapshot:
     ) -> tuple[bool, str, list[str]] | None:
         """PreFilter and Filter on one node: None when the pod fits, else
         ``(unresolvable, plugin, reasons)``."""
+    def preemption_dry_run(
+        self,
+        pod: CompiledPod,
+        profile: Profile,
+        potential: ScheduleResult | list[str],
+        offset: int,
+        num_candidates: int,
+        pdbs: list[tuple[str, dict[str, Any] | None, int, list[str]]],
+        now: float,
+    ) -> PreemptionDryRun:
+        """DefaultPreemption's dry run over the potential nodes (a failed result's
+        resolvable rejections, or names) from ``offset``; the snapshot is unchanged."""
+    def pick_one_node_for_preemption(
+        self, candidates: list[tuple[str, list[str], int]], now: float
+    ) -> int | None:
+        """Index of the best candidate by upstream's ranking; None for none."""
     def set_nominated(self, pod: CompiledPod, node_name: str) -> None: ...
     def clear_nominated(self, uid: str) -> bool: ...
     @property

@@ -83,12 +83,11 @@ class SchedulingStats:
 # ---- placement ---------------------------------------------------------------------------
 
 
-def _rust_fit_error(result: Any, statuses: Sequence[RawNodeStatus]) -> FitError:
-    plugins = frozenset(plugin for _, _, plugin, _ in statuses)
+def _rust_fit_error(result: Any) -> FitError:
     return FitError(
         result.num_all_nodes,
         result.reason_counts(),
-        unschedulable_plugins=plugins,
+        unschedulable_plugins=frozenset(result.unschedulable_plugins()),
         pre_filter_msg=result.pre_filter_msg or "",
     )
 
@@ -109,9 +108,8 @@ def _place(
         return node, None, result
     if result.num_all_nodes == 0:
         return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE), result
-    statuses = result.statuses  # converted on every access: read it once
-    fit = _rust_fit_error(result, statuses)
-    return None, _post_filter(fw, state, info, fit, NodeStatuses(statuses)), result
+    fit = _rust_fit_error(result)
+    return None, _post_filter(fw, state, info, fit, NodeStatuses.of_result(result)), result
 
 
 def _post_filter(
@@ -154,9 +152,8 @@ def _place_with_python_plugins(
     if result.node is None:
         if result.num_all_nodes == 0:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE), result
-        statuses = result.statuses
-        fit = _rust_fit_error(result, statuses)
-        return None, _post_filter(fw, state, info, fit, NodeStatuses(statuses)), result
+        fit = _rust_fit_error(result)
+        return None, _post_filter(fw, state, info, fit, NodeStatuses.of_result(result)), result
     candidates: list[tuple[str, int]] = list(result.scores) or [(result.node, 0)]
     if names is not None:
         candidates = [(n, t) for n, t in candidates if n in names]

@@ -204,22 +204,58 @@ pub fn prefilter(snap: &mut Snapshot, pod: &CompiledPod, args: &FitArgs) -> Filt
     }
 }
 
+/// Room freed on a node by pods taken off it hypothetically: preemption's dry run
+/// evaluates a node "without these victims" without touching the snapshot.
+#[derive(Clone, Debug, Default)]
+pub struct Freed {
+    pub pods: i64,
+    /// `(column, amount)`, one entry per column.
+    pub amounts: Vec<(usize, i64)>,
+}
+
+impl Freed {
+    pub const NONE: Freed = Freed {
+        pods: 0,
+        amounts: Vec::new(),
+    };
+
+    #[inline]
+    pub fn of(&self, col: usize) -> i64 {
+        self.amounts
+            .iter()
+            .find(|(c, _)| *c == col)
+            .map_or(0, |&(_, a)| a)
+    }
+
+    /// Count one pod with these requests as freed (`sign` 1) or back on the node (-1).
+    pub fn add(&mut self, requests: &[(usize, i64)], sign: i64) {
+        self.pods += sign;
+        for &(col, amount) in requests {
+            match self.amounts.iter_mut().find(|(c, _)| *c == col) {
+                Some(e) => e.1 += sign * amount,
+                None => self.amounts.push((col, sign * amount)),
+            }
+        }
+    }
+}
+
 /// Filter: `None` when the node fits, else `(unresolvable, bitmask)`: bit 0 "Too many
 /// pods", bit `1 + j` the `j`-th entry of `state.checks`. The rejection is
 /// UnschedulableAndUnresolvable when some request exceeds the node's whole allocatable
-/// (evicting pods cannot help); "Too many pods" alone never is.
+/// (evicting pods cannot help); "Too many pods" alone never is. `freed` is taken off
+/// the node's requested amounts first.
 #[inline]
-pub fn filter(snap: &Snapshot, st: &FilterState, slot: u32) -> Option<(bool, u64)> {
+pub fn filter(snap: &Snapshot, st: &FilterState, slot: u32, freed: &Freed) -> Option<(bool, u64)> {
     let i = slot as usize;
     let mut mask = 0u64;
     let mut unresolvable = false;
-    if snap.requested[PODS][i] + 1 > snap.allocatable[PODS][i] {
+    if snap.requested[PODS][i] - freed.pods + 1 > snap.allocatable[PODS][i] {
         mask |= 1;
     }
     if !st.requests_nothing {
         for (j, &(col, amount)) in st.checks.iter().enumerate() {
             let alloc = snap.allocatable[col][i];
-            if amount > alloc - snap.requested[col][i] {
+            if amount > alloc - (snap.requested[col][i] - freed.of(col)) {
                 mask |= 1u64 << (j + 1).min(63);
                 unresolvable |= amount > alloc;
             }

@@ -19,6 +19,8 @@ pub mod py;
 pub mod resources;
 pub mod tree;
 
+use std::sync::Arc;
+
 use ahash::AHashMap;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
@@ -37,7 +39,11 @@ use tree::NodeTree;
 #[derive(Debug, Clone)]
 pub struct PodRecord {
     pub uid: String,
+    pub name: String,
     pub slot: u32,
+    pub priority: i32,
+    /// `status.startTime` in seconds since the epoch (`None`: not started).
+    pub start_time: Option<f64>,
     pub requests: Vec<(usize, i64)>,
     pub non_zero_cpu: i64,
     pub non_zero_memory: i64,
@@ -68,7 +74,8 @@ pub struct NodeSpec {
 #[pyo3::pyclass(module = "ksched._core")]
 #[derive(Debug)]
 pub struct Snapshot {
-    pub names: Vec<String>,
+    /// Node names by slot; shared (`Arc`) so results can hold them without copying.
+    pub names: Vec<Arc<str>>,
     /// The slot holds a node object (is a scheduling candidate).
     pub has_node: Vec<bool>,
     /// The slot is allocated (a node, or a ghost that still accounts pods).
@@ -103,7 +110,8 @@ pub struct Snapshot {
     pub pods: Vec<Option<PodRecord>>,
     pub pod_index: AHashMap<String, u32>,
     free_pods: Vec<u32>,
-    pub pods_on_node: Vec<u32>,
+    /// The pods (slab indices) accounted on each slot, in the order they arrived.
+    pub node_pods: Vec<Vec<u32>>,
     /// Host ports in use per node.
     pub node_ports: Vec<Vec<HostPort>>,
     /// `(image name id, size)` per node, and how many nodes hold each image name.
@@ -164,7 +172,7 @@ impl Snapshot {
             pods: Vec::new(),
             pod_index: AHashMap::new(),
             free_pods: Vec::new(),
-            pods_on_node: Vec::new(),
+            node_pods: Vec::new(),
             node_ports: Vec::new(),
             node_images: Vec::new(),
             image_nodes: AHashMap::new(),
@@ -260,7 +268,7 @@ impl Snapshot {
             Some(s) => s,
             None => {
                 let s = self.names.len() as u32;
-                self.names.push(String::new());
+                self.names.push(Arc::from(""));
                 self.has_node.push(false);
                 self.in_use.push(false);
                 for col in self.allocatable.iter_mut().chain(self.requested.iter_mut()) {
@@ -274,7 +282,7 @@ impl Snapshot {
                     col.push(0);
                 }
                 self.node_labels.push(Vec::new());
-                self.pods_on_node.push(0);
+                self.node_pods.push(Vec::new());
                 self.node_ports.push(Vec::new());
                 self.node_images.push(Vec::new());
                 self.count_cache.grow();
@@ -282,7 +290,7 @@ impl Snapshot {
             }
         };
         let i = slot as usize;
-        self.names[i] = name.to_owned();
+        self.names[i] = Arc::from(name);
         self.in_use[i] = true;
         self.by_name.insert(name.to_owned(), slot);
         slot
@@ -290,8 +298,8 @@ impl Snapshot {
 
     fn release_slot(&mut self, slot: u32) {
         let i = slot as usize;
-        self.by_name.remove(&self.names[i]);
-        self.names[i].clear();
+        self.by_name.remove(&*self.names[i]);
+        self.names[i] = Arc::from("");
         self.in_use[i] = false;
         self.has_node[i] = false;
         for col in self.allocatable.iter_mut().chain(self.requested.iter_mut()) {
@@ -300,7 +308,7 @@ impl Snapshot {
         self.non_zero_cpu[i] = 0;
         self.non_zero_memory[i] = 0;
         self.clear_node_fields(slot);
-        self.pods_on_node[i] = 0;
+        self.node_pods[i].clear();
         self.node_ports[i].clear();
         self.free.push(slot);
     }
@@ -411,7 +419,7 @@ impl Snapshot {
         self.order_dirty = true;
         self.has_node[i] = false;
         self.clear_node_fields(slot);
-        if self.pods_on_node[i] == 0 {
+        if self.node_pods[i].is_empty() {
             self.release_slot(slot);
         }
         self.generation += 1;
@@ -425,17 +433,11 @@ impl Snapshot {
             self.remove_pod(&pod.uid);
         }
         let slot = self.alloc_slot(node_name);
-        let i = slot as usize;
-        let mut requests = Vec::with_capacity(pod.requests.len());
-        for (rname, amount) in &pod.requests {
-            let col = self.resource_column(rname);
-            self.requested[col][i] += amount;
-            requests.push((col, *amount));
-        }
-        self.requested[PODS][i] += 1;
-        self.non_zero_cpu[i] += pod.non_zero_cpu;
-        self.non_zero_memory[i] += pod.non_zero_memory;
-        self.pods_on_node[i] += 1;
+        let requests = pod
+            .requests
+            .iter()
+            .map(|(rname, amount)| (self.resource_column(rname), *amount))
+            .collect();
         let namespace = self.interner.intern(&pod.namespace);
         let labels = intern_labels(&pod.labels, &mut self.interner);
         let affinity = if pod.pod_affinity.is_empty() {
@@ -449,17 +451,12 @@ impl Snapshot {
             )))
         };
         let host_ports = node_ports::compile(&pod.host_ports, &mut self.interner);
-        self.node_ports[i].extend_from_slice(&host_ports);
-        let idx = match self.free_pods.pop() {
-            Some(idx) => idx,
-            None => {
-                self.pods.push(None);
-                (self.pods.len() - 1) as u32
-            }
-        };
-        let rec = PodRecord {
+        self.attach(PodRecord {
             uid: pod.uid.clone(),
+            name: pod.name.clone(),
             slot,
+            priority: pod.priority,
+            start_time: pod.start_time,
             requests,
             non_zero_cpu: pod.non_zero_cpu,
             non_zero_memory: pod.non_zero_memory,
@@ -469,23 +466,42 @@ impl Snapshot {
             deleting: pod.deleting,
             affinity,
             host_ports,
-        };
-        self.update_counts(&rec, 1);
-        self.pods[idx as usize] = Some(rec);
-        self.index_anti(idx, 1);
-        self.pod_index.insert(pod.uid.clone(), idx);
-        self.generation += 1;
+        });
     }
 
-    /// Remove a pod's accounting. Returns false when the pod was not known.
-    pub fn remove_pod(&mut self, uid: &str) -> bool {
-        let Some(idx) = self.pod_index.remove(uid) else {
-            return false;
+    /// Account a pod record on its slot (which must be allocated); returns its index.
+    /// Preemption's dry run re-attaches the records it detached.
+    pub(crate) fn attach(&mut self, rec: PodRecord) -> u32 {
+        let i = rec.slot as usize;
+        for (col, amount) in &rec.requests {
+            self.requested[*col][i] += amount;
+        }
+        self.requested[PODS][i] += 1;
+        self.non_zero_cpu[i] += rec.non_zero_cpu;
+        self.non_zero_memory[i] += rec.non_zero_memory;
+        self.node_ports[i].extend_from_slice(&rec.host_ports);
+        let idx = match self.free_pods.pop() {
+            Some(idx) => idx,
+            None => {
+                self.pods.push(None);
+                (self.pods.len() - 1) as u32
+            }
         };
+        self.node_pods[i].push(idx);
+        self.update_counts(&rec, 1);
+        self.pod_index.insert(rec.uid.clone(), idx);
+        self.pods[idx as usize] = Some(rec);
+        self.index_anti(idx, 1);
+        self.generation += 1;
+        idx
+    }
+
+    /// Take a pod's accounting off its slot and return the record; the slot stays
+    /// allocated even when it was the last pod of a removed node (see `remove_pod`).
+    pub(crate) fn detach(&mut self, idx: u32) -> Option<PodRecord> {
         self.index_anti(idx, -1);
-        let Some(rec) = self.pods[idx as usize].take() else {
-            return false;
-        };
+        let rec = self.pods[idx as usize].take()?;
+        self.pod_index.remove(&rec.uid);
         self.update_counts(&rec, -1);
         self.free_pods.push(idx);
         let i = rec.slot as usize;
@@ -495,17 +511,32 @@ impl Snapshot {
         self.requested[PODS][i] -= 1;
         self.non_zero_cpu[i] -= rec.non_zero_cpu;
         self.non_zero_memory[i] -= rec.non_zero_memory;
-        self.pods_on_node[i] -= 1;
+        let list = &mut self.node_pods[i];
+        if let Some(j) = list.iter().position(|&x| x == idx) {
+            list.remove(j);
+        }
         let ports = &mut self.node_ports[i];
         for p in &rec.host_ports {
             if let Some(j) = ports.iter().position(|q| q == p) {
                 ports.swap_remove(j);
             }
         }
-        if self.pods_on_node[i] == 0 && !self.has_node[i] {
+        self.generation += 1;
+        Some(rec)
+    }
+
+    /// Remove a pod's accounting. Returns false when the pod was not known.
+    pub fn remove_pod(&mut self, uid: &str) -> bool {
+        let Some(&idx) = self.pod_index.get(uid) else {
+            return false;
+        };
+        let Some(rec) = self.detach(idx) else {
+            return false;
+        };
+        let i = rec.slot as usize;
+        if self.node_pods[i].is_empty() && !self.has_node[i] {
             self.release_slot(rec.slot);
         }
-        self.generation += 1;
         true
     }
 

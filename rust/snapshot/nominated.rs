@@ -11,7 +11,7 @@
 use ahash::AHashMap;
 
 use crate::plugins::node_ports::{self, HostPort};
-use crate::plugins::node_resources_fit::FilterState;
+use crate::plugins::node_resources_fit::{FilterState, Freed};
 use crate::pod::CompiledPod;
 use crate::snapshot::resources::PODS;
 use crate::snapshot::Snapshot;
@@ -102,7 +102,8 @@ impl Snapshot {
 
     /// Whether `slot` still fits the pod once the nominated pods that count against it
     /// are added: `None` when it fits (or nothing is nominated there), else the Fit
-    /// bitmask (over `fit.checks`) or `u64::MAX` for a host port conflict.
+    /// bitmask (over `fit.checks`) or `u64::MAX` for a host port conflict. `freed` is
+    /// taken off the node's requested amounts first.
     pub fn fits_with_nominated(
         &self,
         fit: &FilterState,
@@ -110,6 +111,7 @@ impl Snapshot {
         priority: i32,
         uid: &str,
         slot: u32,
+        freed: &Freed,
     ) -> Option<u64> {
         let i = slot as usize;
         let mut extra_pods = 0i64;
@@ -124,7 +126,7 @@ impl Snapshot {
             return None;
         }
         let mut mask = 0u64;
-        if self.requested[PODS][i] + extra_pods + 1 > self.allocatable[PODS][i] {
+        if self.requested[PODS][i] - freed.pods + extra_pods + 1 > self.allocatable[PODS][i] {
             mask |= 1;
         }
         if !fit.requests_nothing {
@@ -134,7 +136,9 @@ impl Snapshot {
                     .filter(|(c, _)| *c == col)
                     .map(|(_, a)| a)
                     .sum();
-                if amount > self.allocatable[col][i] - self.requested[col][i] - more {
+                if amount
+                    > self.allocatable[col][i] - (self.requested[col][i] - freed.of(col)) - more
+                {
                     mask |= 1u64 << (j + 1).min(63);
                 }
             }

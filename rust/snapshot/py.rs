@@ -5,6 +5,8 @@
 //! rejected with a `ValueError` naming the node and field. Every method that walks nodes
 //! releases the GIL.
 
+use std::sync::Arc;
+
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -13,11 +15,24 @@ use pyo3::types::PyDict;
 use super::{NodeSpec, Snapshot};
 use crate::cycle::Outcome;
 use crate::plugins::taint::Effect;
+use crate::plugins::Plugin;
 use crate::pod::CompiledPod;
+use crate::preemption::{pick_one, Candidate, Pdb, PreemptionDryRun, Victim};
 use crate::profile::Profile;
+use crate::selector::{LabelSelectorSpec, Selector};
 
 /// A failed node's status: `(node, unresolvable, plugin, reasons)`.
 type NodeStatus = (String, bool, &'static str, Vec<String>);
+
+/// A node no node-level filter let through, when no node fit.
+struct Failed {
+    slot: u32,
+    name: Arc<str>,
+    unresolvable: bool,
+    plugin: &'static str,
+    /// Index into `ScheduleResult::reason_sets`.
+    reasons: usize,
+}
 
 #[pyclass(frozen, module = "ksched._core")]
 pub struct ScheduleResult {
@@ -29,7 +44,10 @@ pub struct ScheduleResult {
     feasible_nodes: usize,
     #[pyo3(get)]
     num_all_nodes: usize,
-    statuses: Vec<NodeStatus>,
+    /// Rejected nodes in examination order (kept only when no node was feasible).
+    failed: Vec<Failed>,
+    /// The distinct reason lists of `failed` (most nodes share a few).
+    reason_sets: Vec<Vec<String>>,
     scores: Vec<(String, i64)>,
     /// The message of a PreFilter that rejected the pod outright.
     #[pyo3(get)]
@@ -42,15 +60,41 @@ impl ScheduleResult {
     /// `[(node, unresolvable, plugin, [reason, ...]), ...]`.
     #[getter]
     fn statuses(&self) -> Vec<NodeStatus> {
-        self.statuses.clone()
+        self.failed
+            .iter()
+            .map(|f| {
+                (
+                    f.name.to_string(),
+                    f.unresolvable,
+                    f.plugin,
+                    self.reason_sets[f.reasons].clone(),
+                )
+            })
+            .collect()
+    }
+
+    /// One node's status, `(unresolvable, plugin, [reason, ...])`, or None when the node
+    /// was not rejected (or not examined).
+    fn status_of(&self, node: &str) -> Option<(bool, &'static str, Vec<String>)> {
+        self.failed.iter().find(|f| &*f.name == node).map(|f| {
+            (
+                f.unresolvable,
+                f.plugin,
+                self.reason_sets[f.reasons].clone(),
+            )
+        })
     }
 
     /// How many nodes gave each reason (upstream's FitError histogram).
     fn reason_counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut per_set = vec![0usize; self.reason_sets.len()];
+        for f in &self.failed {
+            per_set[f.reasons] += 1;
+        }
         let mut counts: ahash::AHashMap<&str, usize> = ahash::AHashMap::new();
-        for (_, _, _, reasons) in &self.statuses {
-            for r in reasons {
-                *counts.entry(r.as_str()).or_default() += 1;
+        for (set, n) in self.reason_sets.iter().zip(per_set) {
+            for r in set {
+                *counts.entry(r.as_str()).or_default() += n;
             }
         }
         let d = PyDict::new(py);
@@ -58,6 +102,32 @@ impl ScheduleResult {
             d.set_item(k, v)?;
         }
         Ok(d)
+    }
+
+    /// The plugins that rejected some node (upstream's UnschedulablePlugins).
+    fn unschedulable_plugins(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for f in &self.failed {
+            if !out.contains(&f.plugin) {
+                out.push(f.plugin);
+            }
+        }
+        out
+    }
+
+    /// How many rejected nodes removing pods might help (not UnschedulableAndUnresolvable).
+    #[getter]
+    fn num_resolvable(&self) -> usize {
+        self.failed.iter().filter(|f| !f.unresolvable).count()
+    }
+
+    /// The names of those nodes, in examination order.
+    fn resolvable_nodes(&self) -> Vec<String> {
+        self.failed
+            .iter()
+            .filter(|f| !f.unresolvable)
+            .map(|f| f.name.to_string())
+            .collect()
     }
 
     /// `(node, total score)` of every scored node, best first (only with `explain=True`).
@@ -86,22 +156,32 @@ fn node_error(node: &str, field: &str, msg: impl std::fmt::Display) -> PyErr {
 
 impl Snapshot {
     fn result_from(&self, out: Outcome) -> ScheduleResult {
-        let statuses = match (&out.state, out.chosen) {
-            // Reason strings are formatted only on the failure path.
-            (Some(st), None) => out
-                .failures
-                .iter()
-                .map(|(slot, r)| {
-                    (
-                        self.names[*slot as usize].clone(),
-                        r.unresolvable,
-                        r.plugin.name(),
-                        self.reasons(st, *slot, r),
-                    )
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
+        let mut failed = Vec::new();
+        let mut reason_sets: Vec<Vec<String>> = Vec::new();
+        if let (Some(st), None) = (&out.state, out.chosen) {
+            // Reasons depend on the plugin and its detail only, except TaintToleration's
+            // (which names the node's taint): format each distinct one once.
+            let mut seen: ahash::AHashMap<(Plugin, u64), usize> = ahash::AHashMap::new();
+            failed.reserve(out.failures.len());
+            for (slot, r) in &out.failures {
+                let mut format = || {
+                    reason_sets.push(self.reasons(st, *slot, r));
+                    reason_sets.len() - 1
+                };
+                let reasons = if r.plugin == Plugin::TaintToleration {
+                    format()
+                } else {
+                    *seen.entry((r.plugin, r.detail)).or_insert_with(format)
+                };
+                failed.push(Failed {
+                    slot: *slot,
+                    name: self.names[*slot as usize].clone(),
+                    unresolvable: r.unresolvable,
+                    plugin: r.plugin.name(),
+                    reasons,
+                });
+            }
+        }
         let pre_filter_msg = out
             .state
             .as_ref()
@@ -109,19 +189,69 @@ impl Snapshot {
             .map(|(_, m)| m.clone());
         ScheduleResult {
             pre_filter_msg,
-            node: out.chosen.map(|s| self.names[s as usize].clone()),
+            node: out.chosen.map(|s| self.names[s as usize].to_string()),
             evaluated_nodes: out.evaluated_nodes,
             feasible_nodes: out.feasible_nodes,
             num_all_nodes: out.num_all_nodes,
-            statuses,
+            failed,
+            reason_sets,
             scores: out
                 .scores
                 .iter()
-                .map(|&(s, t)| (self.names[s as usize].clone(), t))
+                .map(|&(s, t)| (self.names[s as usize].to_string(), t))
                 .collect(),
         }
     }
+
+    /// The slots of preemption's potential nodes: the resolvable rejections of a
+    /// `ScheduleResult`, or node names; nodes no longer in the snapshot are left out.
+    fn potential_slots(&self, potential: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+        let live = |slot: u32| self.has_node[slot as usize];
+        if let Ok(result) = potential.cast::<ScheduleResult>() {
+            let result = result.get();
+            return Ok(result
+                .failed
+                .iter()
+                .filter(|f| !f.unresolvable)
+                .filter_map(|f| {
+                    if self.names.get(f.slot as usize) == Some(&f.name) && live(f.slot) {
+                        Some(f.slot)
+                    } else {
+                        self.slot_of(&f.name).filter(|&s| live(s))
+                    }
+                })
+                .collect());
+        }
+        let names: Vec<String> = potential.extract().map_err(|_| {
+            PyValueError::new_err("potential nodes must be a ScheduleResult or a list of names")
+        })?;
+        Ok(names
+            .iter()
+            .filter_map(|n| self.slot_of(n).filter(|&s| live(s)))
+            .collect())
+    }
+
+    fn compile_pdbs(&mut self, pdbs: Vec<PdbTuple>) -> Vec<Pdb> {
+        pdbs.into_iter()
+            .map(|(namespace, selector, allowed, disrupted)| {
+                let spec =
+                    selector.and_then(|s| LabelSelectorSpec::parse(&s, "spec.selector").ok());
+                let selector = spec
+                    .map(|spec| Selector::compile(Some(&spec), &mut self.interner))
+                    .filter(|s| !s.is_empty());
+                Pdb {
+                    namespace: self.interner.intern(&namespace),
+                    selector,
+                    disruptions_allowed: allowed,
+                    disrupted: disrupted.into_iter().collect(),
+                }
+            })
+            .collect()
+    }
 }
+
+/// `(namespace, spec.selector, status.disruptionsAllowed, names in status.disruptedPods)`.
+type PdbTuple<'py> = (String, Option<Bound<'py, PyAny>>, i64, Vec<String>);
 
 #[pymethods]
 impl Snapshot {
@@ -290,7 +420,7 @@ impl Snapshot {
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let d = PyDict::new(py);
-            d.set_item("node", &self.names[row.slot as usize])?;
+            d.set_item("node", &*self.names[row.slot as usize])?;
             match &row.reject {
                 None => d.set_item("status", py.None())?,
                 Some(r) => {
@@ -340,7 +470,7 @@ impl Snapshot {
             for pod in &pods {
                 let out = Snapshot::schedule(self, pod, profile, false);
                 if let Some(slot) = out.chosen {
-                    let node = self.names[slot as usize].clone();
+                    let node = self.names[slot as usize].to_string();
                     self.add_pod(pod, &node, true);
                     placed.push(&pod.uid);
                 }
@@ -388,6 +518,67 @@ impl Snapshot {
             .map(|r| (r.unresolvable, r.plugin.name(), self.reasons(&st, slot, &r))))
     }
 
+    /// DefaultPreemption's dry run (see `preemption`): the candidates among `potential`
+    /// (a failed `ScheduleResult`, whose resolvable rejections are the potential nodes,
+    /// or a list of node names) from `offset`, until `num_candidates` are found with at
+    /// least one violating no PDB. `pdbs` are `(namespace, selector, disruptions
+    /// allowed, disrupted pod names)`; `now` stands for the start time of pods that have
+    /// not started. The snapshot is unchanged afterwards; the GIL is released.
+    #[pyo3(name = "preemption_dry_run")]
+    #[allow(clippy::too_many_arguments)]
+    fn py_preemption_dry_run(
+        &mut self,
+        py: Python<'_>,
+        pod: &CompiledPod,
+        profile: &Profile,
+        potential: &Bound<'_, PyAny>,
+        offset: usize,
+        num_candidates: usize,
+        pdbs: Vec<PdbTuple<'_>>,
+        now: f64,
+    ) -> PyResult<PreemptionDryRun> {
+        let slots = self.potential_slots(potential)?;
+        let pdbs = self.compile_pdbs(pdbs);
+        let (run, st) = py.detach(|| {
+            self.dry_run_preemption(pod, profile, &slots, offset, num_candidates, &pdbs, now)
+        });
+        Ok(self.dry_run_result(run, &st))
+    }
+
+    /// The index of the best of `candidates` (`(node, [victim uid, ...],
+    /// num_pdb_violations)`, victims most important first) by upstream's
+    /// pickOneNodeForPreemption, reading the victims' priority and start time from the
+    /// snapshot (`now` for pods that have not started); None for no candidate.
+    #[pyo3(name = "pick_one_node_for_preemption")]
+    fn py_pick_one_node_for_preemption(
+        &self,
+        candidates: Vec<(String, Vec<String>, usize)>,
+        now: f64,
+    ) -> PyResult<Option<usize>> {
+        let mut cands = Vec::with_capacity(candidates.len());
+        for (node, uids, num_pdb_violations) in candidates {
+            let mut victims = Vec::with_capacity(uids.len());
+            for uid in uids {
+                let rec = self.pod(&uid).ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "victim {uid:?} on node {node:?} is not in the snapshot"
+                    ))
+                })?;
+                victims.push(Victim {
+                    priority: rec.priority,
+                    start: rec.start_time.unwrap_or(now),
+                    uid,
+                });
+            }
+            cands.push(Candidate {
+                node,
+                victims,
+                num_pdb_violations,
+            });
+        }
+        Ok(pick_one(&cands))
+    }
+
     /// Record that `pod` is nominated to `node_name` (preemption): nodes must keep room
     /// for it when scheduling pods of lower or equal priority.
     #[pyo3(name = "set_nominated")]
@@ -426,7 +617,7 @@ impl Snapshot {
         self.ensure_order();
         self.order
             .iter()
-            .map(|&s| self.names[s as usize].clone())
+            .map(|&s| self.names[s as usize].to_string())
             .collect()
     }
 
@@ -472,7 +663,7 @@ impl Snapshot {
         let names = self
             .order
             .iter()
-            .map(|&s| self.names[s as usize].clone())
+            .map(|&s| self.names[s as usize].to_string())
             .collect();
         let alloc = PyArray1::from_vec(py, pick(&self.allocatable));
         let req = PyArray1::from_vec(py, pick(&self.requested));
@@ -486,7 +677,7 @@ impl Snapshot {
         let v: Vec<i64> = self
             .order
             .iter()
-            .map(|&s| self.pods_on_node[s as usize] as i64)
+            .map(|&s| self.node_pods[s as usize].len() as i64)
             .collect();
         PyArray1::from_vec(py, v)
     }

@@ -22,17 +22,18 @@ from typing import Any
 
 import pytest
 
+from ksched._core import CompiledPod, Snapshot
 from ksched.api.pod import Pod
 from ksched.framework.builtins import default_plugins
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.diagnosis import NodeStatuses, RawNodeStatus
-from ksched.framework.interface import NodePod
 from ksched.framework.profile import DEFAULT_FILTERS, Profile
 from ksched.framework.status import Code, Status
 from ksched.plugins.default_preemption import (
     Candidate,
     DefaultPreemption,
     PodDisruptionBudget,
+    candidates_of,
     filter_pods_with_pdb_violation,
     pick_one_node_for_preemption,
 )
@@ -136,11 +137,12 @@ class Env:
         return (res.nominated_node_name if res is not None else None), s
 
     def candidates(self, name: str, st: Mapping[str, Status]) -> dict[str, tuple[list[str], int]]:
-        found, _, errors = self.plugin.find_candidates(CycleState(), self.pod(name), st)
+        attempt = self.plugin.new_attempt(CycleState(), self.pod(name))
+        assert attempt is not None
+        found, _, errors = self.plugin.find_candidates(attempt, st)
         assert not errors
-        return {
-            c.node: (sorted(v.pod.name for v in c.victims), c.num_pdb_violations) for c in found
-        }
+        # Pods' uids are their names here.
+        return {c.node: (sorted(c.victims), c.num_pdb_violations) for c in candidates_of(found)}
 
 
 @asynccontextmanager
@@ -534,62 +536,101 @@ class _Victim:
     assumed: bool = False
 
 
-def _cand(
-    node_name: str, prios_starts: Sequence[tuple[int, float]], pdb_violations: int = 0
-) -> Candidate:
-    victims: list[NodePod] = []
-    for i, (prio, _) in enumerate(prios_starts):
-        obj = make_pod(f"{node_name}-v{i}", priority=prio)
-        obj["metadata"]["uid"] = f"{node_name}-v{i}"
-        victims.append(_Victim(Pod.from_dict(obj)))
-    return Candidate(node_name, victims, pdb_violations, [t for _, t in prios_starts])
+def _rank(*cands: tuple[str, Sequence[tuple[int, float]], int]) -> str | None:
+    """The node pick_one_node_for_preemption chooses among candidates given as
+    ``(node, [(victim priority, victim start time), ...], pdb violations)``, the
+    victims accounted in a real snapshot with those priorities and start times."""
+    snap = Snapshot(seed=1)
+    candidates = []
+    for name, victims, violations in cands:
+        snap.upsert_node(name, {"cpu": 64_000, "memory": 2**40, "pods": 110})
+        uids = []
+        for i, (prio, start) in enumerate(victims):
+            uid = f"{name}-v{i}"
+            snap.add_pod(
+                CompiledPod(
+                    uid,
+                    "default",
+                    uid,
+                    requests={},
+                    non_zero_cpu=0,
+                    non_zero_memory=0,
+                    priority=prio,
+                    start_time=start,
+                ),
+                name,
+            )
+            uids.append(uid)
+        candidates.append(Candidate(name, uids, violations))
+    best = pick_one_node_for_preemption(snap, candidates, now=1e9)
+    return best.node if best is not None else None
 
 
 @pytest.mark.parametrize(
     ("candidates", "want"),
     [
-        pytest.param([_cand("a", [(5, 1.0)])], "a", id="single-candidate"),
+        pytest.param([("a", [(5, 1.0)], 0)], "a", id="single-candidate"),
         pytest.param(
-            [_cand("a", [(1, 1.0)], 1), _cand("b", [(9, 1.0), (9, 1.0)], 0)],
+            [("a", [(1, 1.0)], 1), ("b", [(9, 1.0), (9, 1.0)], 0)],
             "b",
             id="fewest-pdb-violations-first",
         ),
         pytest.param(
-            [_cand("a", [(5, 1.0)]), _cand("b", [(3, 1.0), (3, 1.0), (3, 1.0)])],
+            [("a", [(5, 1.0)], 0), ("b", [(3, 1.0), (3, 1.0), (3, 1.0)], 0)],
             "b",
             id="lowest-highest-priority-before-count",
         ),
         pytest.param(
-            [_cand("a", [(5, 1.0), (4, 1.0)]), _cand("b", [(5, 1.0), (2, 1.0)])],
+            [("a", [(5, 1.0), (4, 1.0)], 0), ("b", [(5, 1.0), (2, 1.0)], 0)],
             "b",
             id="smallest-sum-of-priorities",
         ),
         pytest.param(
-            [_cand("a", [(-5, 1.0), (-5, 1.0)]), _cand("b", [(-5, 1.0)])],
+            [("a", [(-5, 1.0), (-5, 1.0)], 0), ("b", [(-5, 1.0)], 0)],
             "b",
             id="negative-priorities-are-offset-before-summing",
         ),
         pytest.param(
-            [_cand("a", [(5, 1.0), (5, 1.0)]), _cand("b", [(5, 2.0)]), _cand("c", [(5, 9.0)])],
+            [("a", [(5, 1.0), (5, 1.0)], 0), ("b", [(5, 2.0)], 0), ("c", [(5, 9.0)], 0)],
             "c",
             id="fewest-victims-then-latest-start",
         ),
         pytest.param(
-            [_cand("a", [(5, 7.0), (1, 1.0)]), _cand("b", [(5, 3.0), (1, 9.0)])],
+            [("a", [(5, 7.0), (1, 1.0)], 0), ("b", [(5, 3.0), (1, 9.0)], 0)],
             "a",
             id="start-time-of-the-highest-priority-victims-only",
         ),
         pytest.param(
-            [_cand("a", [(5, 3.0)]), _cand("b", [(5, 3.0)]), _cand("c", [(5, 3.0)])],
+            [("a", [(5, 3.0)], 0), ("b", [(5, 3.0)], 0), ("c", [(5, 3.0)], 0)],
             "a",
             id="full-tie-goes-to-the-first-candidate-found",
         ),
         pytest.param([], None, id="no-candidate"),
     ],
 )
-def test_pick_one_node_for_preemption(candidates: list[Candidate], want: str | None) -> None:
-    best = pick_one_node_for_preemption(candidates)
-    assert (best.node if best is not None else None) == want
+def test_pick_one_node_for_preemption(
+    candidates: list[tuple[str, list[tuple[int, float]], int]], want: str | None
+) -> None:
+    assert _rank(*candidates) == want
+
+
+def test_ranking_counts_a_victim_that_has_not_started_as_starting_now() -> None:
+    snap = Snapshot(seed=1)
+    snap.upsert_node("a", {"cpu": 1000, "memory": 2**30, "pods": 10})
+    snap.upsert_node("b", {"cpu": 1000, "memory": 2**30, "pods": 10})
+    for uid, node_name, start in (("old", "a", 5.0), ("new", "b", None)):
+        snap.add_pod(
+            CompiledPod(
+                uid, "ns", uid, requests={}, non_zero_cpu=0, non_zero_memory=0, start_time=start
+            ),
+            node_name,
+        )
+    cands = [Candidate("a", ["old"], 0), Candidate("b", ["new"], 0)]
+    # "new" starts at `now`, later than "old": its node is preferred.
+    best = pick_one_node_for_preemption(snap, cands, now=100.0)
+    assert best is not None and best.node == "b"
+    best = pick_one_node_for_preemption(snap, cands, now=1.0)
+    assert best is not None and best.node == "a"
 
 
 # ---- PodDisruptionBudgets --------------------------------------------------------------------
@@ -891,6 +932,9 @@ async def test_victims_get_disruption_target_then_deleted_and_nominations_cleare
 
 
 def _random_cluster(rng: random.Random) -> tuple[list[Obj], list[Obj], list[Obj], Obj]:
+    """Half the clusters have resources only in play (the core's freed-arithmetic path);
+    the others have host ports and required anti-affinity too (its detaching path)."""
+    constrained = rng.random() < 0.5
     anti: Obj = {
         "affinity": {
             "podAntiAffinity": {
@@ -920,7 +964,7 @@ def _random_cluster(rng: random.Random) -> tuple[list[Obj], list[Obj], list[Obj]
             labels={"app": rng.choice(["a", "b"])},
             start=epoch(rng.randrange(60)),
         )
-        roll = rng.random()
+        roll = rng.random() if constrained else 1.0
         if roll < 0.1:
             p["spec"].update(anti)
         elif roll < 0.2:
@@ -933,7 +977,7 @@ def _random_cluster(rng: random.Random) -> tuple[list[Obj], list[Obj], list[Obj]
         req=(f"{rng.choice([500, 900, 1500])}m", f"{rng.choice([200, 800])}Mi"),
         labels={"app": rng.choice(["a", "b"])},
     )
-    roll = rng.random()
+    roll = rng.random() if constrained else 1.0
     if roll < 0.3:
         preemptor["spec"].update(anti)
     elif roll < 0.5:
@@ -952,8 +996,20 @@ def _accounting(env: Env) -> list[Any]:
     return [snap.num_pods, snap.num_nominated, cols]
 
 
-@pytest.mark.parametrize("seed", range(40))
-async def test_arithmetic_prediction_equals_step_by_step(seed: int) -> None:
+def _rust_on_node(env: Env, attempt: Any, node_name: str) -> Any:
+    """The Rust dry run on one node, as (candidate, statuses, errors)."""
+    run = env.sched.cache.snapshot.preemption_dry_run(
+        attempt.compiled, attempt.kernels, [node_name], 0, 1, attempt.pdb_tuples, attempt.now
+    )
+    cands = run.candidates()
+    return (cands[0] if cands else None), run.statuses, run.errors
+
+
+@pytest.mark.parametrize("seed", range(60))
+async def test_rust_dry_run_equals_python_step_by_step(seed: int) -> None:
+    """Both ways the core evaluates a node (freed arithmetic when only resources are in
+    play, detaching pods otherwise: host ports, anti-affinity) against upstream's
+    algorithm run step by step from Python, one Filter call per step."""
     rng = random.Random(seed)
     nodes, pods, pdbs, preemptor = _random_cluster(rng)
     async with running(nodes, [*pods, preemptor], pdbs=pdbs, filters=DEFAULT_FILTERS) as env:
@@ -965,37 +1021,30 @@ async def test_arithmetic_prediction_equals_step_by_step(seed: int) -> None:
         await asyncio.sleep(0.01)
         for i in range(3):
             env.sched.queue.nominator.nominate(env.pod(f"nom{i}"), f"n{rng.randrange(6)}")
-        state = CycleState()
-        attempt = env.plugin.new_attempt(state, p)
-        assert attempt is not None
-        before = _accounting(env)
-        for round_ in range(3):
+        for round_ in range(2):
+            attempt = env.plugin.new_attempt(CycleState(), p)
+            assert attempt is not None
+            before = _accounting(env)
             for n in env.sched.cache.snapshot.node_names():
-                # From the second round on, ruled-out nodes come from the memo.
-                fast = env.plugin.select_victims_on_node(attempt, n)
-                exact = env.plugin.select_victims_on_node(attempt, n, exact=True)
-                assert _accounting(env) == before, "the snapshot is restored exactly"
-                if fast == (None, None):  # ruled out by arithmetic
-                    assert exact[0] is None and exact[1] is not None
+                cand, statuses_, errors = _rust_on_node(env, attempt, n)
+                assert _accounting(env) == before, "the Rust dry run leaves the snapshot as is"
+                want, st = env.plugin.select_victims_on_node(attempt, n)
+                assert _accounting(env) == before, "the Python dry run restores the snapshot"
+                if want is not None:
+                    assert cand == want.as_tuple(), (round_, n)
                     continue
-                assert _summary(fast) == _summary(exact), (round_, n)
-            # The cluster changes between rounds: remembered rooms must not outlive it.
+                assert st is not None and cand is None, (round_, n, cand)
+                if st.code is Code.ERROR:
+                    assert errors == [st.message]
+                else:
+                    unresolvable = st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+                    assert statuses_ == [(n, unresolvable, st.plugin or "", list(st.reasons))]
+            # The cluster changes between rounds.
             victim = rng.choice(
                 [p for p in env.cluster.objects("pods") if p["spec"].get("nodeName")]
             )
             env.cluster.delete("pods", f"default/{victim['metadata']['name']}")
             await asyncio.sleep(0.01)
-            attempt = env.plugin.new_attempt(state, p)
-            assert attempt is not None
-            before = _accounting(env)
-
-
-def _summary(result: tuple[Candidate | None, Status | None]) -> Any:
-    cand, st = result
-    if cand is not None:
-        return ("candidate", [v.pod.name for v in cand.victims], cand.num_pdb_violations)
-    assert st is not None
-    return ("status", st.code, tuple(st.reasons))
 
 
 async def test_snapshot_is_restored_when_filtering_raises() -> None:
@@ -1014,7 +1063,7 @@ async def test_snapshot_is_restored_when_filtering_raises() -> None:
 
         env.plugin._filter = failing_filter  # type: ignore[method-assign,assignment]
         with pytest.raises(Boom):
-            env.plugin.select_victims_on_node(attempt, "n1", exact=True)
+            env.plugin.select_victims_on_node(attempt, "n1")
         assert _accounting(env) == before
 
 
@@ -1107,7 +1156,7 @@ async def test_a_pod_that_cannot_preempt_reports_why() -> None:
         await asyncio.gather(loop_task, return_exceptions=True)
 
 
-async def test_remembered_room_keeps_each_preemptor_out_of_its_own_way() -> None:
+async def test_a_pods_own_nomination_does_not_hold_room_against_it() -> None:
     nodes = [node("n1", "4", "32Gi")]
     pods = [
         pod("low", prio=LOW, on="n1", req=("3", "1")),
@@ -1116,7 +1165,7 @@ async def test_remembered_room_keeps_each_preemptor_out_of_its_own_way() -> None
     ]
     async with running(nodes, pods) as env:
         env.sched.queue.nominator.nominate(env.pod("a"), "n1")
-        for _ in range(2):  # the second round reads the remembered rooms
+        for _ in range(2):
             # "a"'s nomination holds n1 against "b", not against "a" itself.
             assert env.candidates("b", statuses(["n1"])) == {}
             assert env.candidates("a", statuses(["n1"])) == {"n1": (["low"], 0)}

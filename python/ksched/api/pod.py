@@ -41,6 +41,7 @@ status (both alpha and off by default in v1.36).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from ksched.api._parse import (
@@ -72,6 +73,7 @@ __all__ = [
     "DEFAULT_SCHEDULER_NAME",
     "Pod",
     "Toleration",
+    "start_time_of",
 ]
 
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
@@ -171,6 +173,30 @@ class Pod:
         except (KeyError, TypeError, AttributeError, ValueError, IndexError) as err:
             # Defensive: a shape the checks above missed still yields the documented error.
             raise InvalidObjectError("Pod", _pod_name(obj), "", f"malformed pod: {err!r}") from None
+
+
+_start_times: dict[str, float] = {}
+
+
+def start_time_of(pod: Pod) -> float | None:
+    """``status.startTime`` in seconds since the epoch; None for a pod that has not
+    started or whose start time does not parse (upstream ``GetPodStartTime`` is nil)."""
+    text = (pod.raw.get("status") or {}).get("startTime")
+    if not isinstance(text, str):
+        return None
+    found = _start_times.get(text)
+    if found is None:
+        try:
+            parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+        except ValueError:
+            return None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        found = parsed.timestamp()
+        if len(_start_times) > 100_000:
+            _start_times.clear()
+        _start_times[text] = found
+    return found
 
 
 def _pod_name(obj: object) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ksched._core import CompiledPod
-from ksched.api.pod import Pod
+from ksched.api.pod import Pod, start_time_of
 
 
 def compile_pod(pod: Pod, default_spread_selector: dict[str, Any] | None = None) -> CompiledPod:
@@ -33,4 +33,5 @@ def compile_pod(pod: Pod, default_spread_selector: dict[str, Any] | None = None)
         topology_spread_constraints=pod.topology_spread_constraints,
         deleting=pod.deletion_timestamp is not None,
         default_spread_selector=default_spread_selector,
+        start_time=start_time_of(pod),
     )

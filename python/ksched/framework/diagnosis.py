@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
+from ksched._core import ScheduleResult
 from ksched.framework.status import Code, Status
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
@@ -46,20 +47,39 @@ _UNRESOLVABLE = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 class NodeStatuses(Mapping[str, Status]):
     """Why each node rejected the pod (upstream ``NodeToStatus``), for PostFilter.
 
-    Built over the Rust result's raw tuples without converting them: a failed attempt
-    on 5,000 nodes would otherwise build 5,000 :class:`Status` objects that most
-    PostFilter runs never look at. ``raw`` keeps the tuples in the order the core
-    reported them. Nodes absent from the map (not evaluated, e.g. a PreFilter narrowed
-    the attempt) have :attr:`absent`, UnschedulableAndUnresolvable unless a PreFilter
-    rejection set another (:meth:`status_of`).
+    Built over the Rust result without converting it: a failed attempt on 5,000 nodes
+    would otherwise build 5,000 tuples (and :class:`Status` objects) that most PostFilter
+    runs never look at. ``result`` is the core's failed ``ScheduleResult`` when there is
+    one (DefaultPreemption's dry run reads the rejected nodes there directly); ``raw``
+    has the ``(node, unresolvable, plugin, reasons)`` tuples in the order the core
+    reported them, converted on first use. Nodes absent from the map (not evaluated,
+    e.g. a PreFilter narrowed the attempt) have :attr:`absent`, UnschedulableAndUnresolvable
+    unless a PreFilter rejection set another (:meth:`status_of`).
     """
 
-    __slots__ = ("_index", "absent", "raw")
+    __slots__ = ("_index", "_raw", "absent", "result")
 
-    def __init__(self, raw: Sequence[RawNodeStatus] = (), absent: Status | None = None) -> None:
-        self.raw = raw
+    def __init__(
+        self,
+        raw: Sequence[RawNodeStatus] | None = (),
+        absent: Status | None = None,
+        result: ScheduleResult | None = None,
+    ) -> None:
+        self._raw = raw if result is None else None
+        self.result = result
         self.absent = absent if absent is not None else _UNRESOLVABLE
         self._index: dict[str, int] | None = None
+
+    @classmethod
+    def of_result(cls, result: ScheduleResult) -> NodeStatuses:
+        """The statuses of a failed Rust attempt, converted only when read."""
+        return cls(None, None, result)
+
+    @property
+    def raw(self) -> Sequence[RawNodeStatus]:
+        if self._raw is None:
+            self._raw = self.result.statuses if self.result is not None else ()
+        return self._raw
 
     def _positions(self) -> dict[str, int]:
         if self._index is None:
@@ -68,8 +88,7 @@ class NodeStatuses(Mapping[str, Status]):
 
     def __getitem__(self, node: str) -> Status:
         node, unresolvable, plugin, reasons = self.raw[self._positions()[node]]
-        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
-        return Status(code, *reasons, plugin=plugin)
+        return _status(unresolvable, plugin, reasons)
 
     def __iter__(self) -> Iterator[str]:
         return (t[0] for t in self.raw)
@@ -82,7 +101,15 @@ class NodeStatuses(Mapping[str, Status]):
 
     def status_of(self, node: str) -> Status:
         """The node's status, or :attr:`absent` (upstream ``NodeToStatus.Get``)."""
+        if self._raw is None and self.result is not None:
+            found = self.result.status_of(node)
+            return self.absent if found is None else _status(*found)
         return self.get(node, self.absent)
+
+
+def _status(unresolvable: bool, plugin: str, reasons: Sequence[str]) -> Status:
+    code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+    return Status(code, *reasons, plugin=plugin)
 
 
 class FitError(Exception):

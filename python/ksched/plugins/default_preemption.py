@@ -61,16 +61,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import random
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
-from ksched._core import CompiledPod, Profile, Snapshot
-from ksched.api.pod import Pod
+from ksched._core import CompiledPod, PreemptionDryRun, Profile, ScheduleResult, Snapshot
+from ksched.api.pod import Pod, start_time_of
 from ksched.backend.compile import compile_pod
 from ksched.backend.queue.cluster_event import (
     ASSIGNED_POD,
@@ -81,7 +80,7 @@ from ksched.backend.queue.cluster_event import (
 )
 from ksched.cluster import APIError, Conflict, NotFound
 from ksched.framework.cycle_state import CycleState
-from ksched.framework.diagnosis import fit_error_message
+from ksched.framework.diagnosis import RawNodeStatus, fit_error_message
 from ksched.framework.interface import COMPILED_POD_KEY, Handle, NodePod, PostFilterResult
 from ksched.framework.status import Code, Status
 
@@ -94,6 +93,7 @@ __all__ = [
     "Candidate",
     "DefaultPreemption",
     "PodDisruptionBudget",
+    "candidates_of",
     "events_to_register",
     "filter_pods_with_pdb_violation",
     "pick_one_node_for_preemption",
@@ -114,27 +114,6 @@ ERR_WAITING: Final = "waiting for the preemption for this pod to be finished"
 
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 REASON_PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
-
-#: Filters under which adding a pod to a node never makes a rejected pod fit (see the
-#: module docstring). Required pod affinity is the exception inside InterPodAffinity and
-#: is checked per pod.
-_MONOTONE_FILTERS: Final = frozenset(
-    {
-        "NodeUnschedulable",
-        "NodeName",
-        "TaintToleration",
-        "NodeAffinity",
-        "NodePorts",
-        "NodeResourcesFit",
-        "PodTopologySpread",
-        "InterPodAffinity",
-    }
-)
-#: Resources NodeResourcesFit always checks (ignoredResources only covers extended ones).
-_ARITHMETIC_RESOURCES: Final = ("cpu", "memory", "ephemeral-storage")
-#: ``MaxInt32 + 1``, added to priorities before summing them (upstream).
-_PRIORITY_OFFSET: Final = 2**31
-
 
 # ---- PodDisruptionBudgets ------------------------------------------------------------------
 
@@ -226,6 +205,10 @@ class PodDisruptionBudget:
 
 _P = TypeVar("_P", bound=NodePod)
 
+#: A PDB as the Rust dry run reads it: ``(namespace, spec.selector, disruptionsAllowed,
+#: names in disruptedPods)``; the selector is None when it matches nothing.
+PdbTuple = tuple[str, dict[str, Any] | None, int, list[str]]
+
 
 def filter_pods_with_pdb_violation(
     pods: Sequence[_P], pdbs: Sequence[PodDisruptionBudget]
@@ -257,65 +240,36 @@ def filter_pods_with_pdb_violation(
 # ---- candidates and their ranking -------------------------------------------------------------
 
 
-_start_times: dict[str, float] = {}
+@dataclass(slots=True)
+class Candidate:
+    """A node where the preemptor fits once ``victims`` (uids, most important first)
+    are gone."""
+
+    node: str
+    victims: list[str]
+    num_pdb_violations: int
+
+    def as_tuple(self) -> tuple[str, list[str], int]:
+        return self.node, self.victims, self.num_pdb_violations
 
 
-def _parse_time(text: str) -> float | None:
-    found = _start_times.get(text)
-    if found is None:
-        try:
-            found = datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
-        except ValueError:
-            return None
-        if len(_start_times) > 100_000:
-            _start_times.clear()
-        _start_times[text] = found
+def candidates_of(found: PreemptionDryRun | list[Candidate]) -> list[Candidate]:
+    """The candidates of a dry run, non-violating ones first, in the order found."""
+    if isinstance(found, PreemptionDryRun):
+        return [Candidate(node, victims, nviol) for node, victims, nviol in found.candidates()]
     return found
 
 
-def pod_start_time(pod: Pod, now: float) -> float:
-    """``status.startTime`` in seconds, or ``now`` for a pod that has not started
-    (upstream ``GetPodStartTime``)."""
-    text = (pod.raw.get("status") or {}).get("startTime")
-    if isinstance(text, str):
-        parsed = _parse_time(text.replace("Z", "+00:00") if text.endswith("Z") else text)
-        if parsed is not None:
-            return parsed
-    return now
-
-
-@dataclass(slots=True)
-class Candidate:
-    """A node where the preemptor fits once ``victims`` are gone (most important first)."""
-
-    node: str
-    victims: list[NodePod]
-    num_pdb_violations: int
-    #: Start time of each victim (same order), for the ranking.
-    start_times: list[float] = field(default_factory=list)
-
-
-def _rank_key(c: Candidate) -> tuple[int, int, int, int, float]:
-    victims = c.victims
-    highest = victims[0].pod.priority
-    total = 0
-    earliest = math.inf  # of the highest-priority victims
-    for v, t in zip(victims, c.start_times, strict=True):
-        prio = v.pod.priority
-        total += prio
-        if prio == highest and t < earliest:
-            earliest = t
-    n = len(victims)
-    return (-c.num_pdb_violations, -highest, -(total + n * _PRIORITY_OFFSET), -n, earliest)
-
-
-def pick_one_node_for_preemption(candidates: Sequence[Candidate]) -> Candidate | None:
-    """The best candidate (see the module docstring); the first of equals."""
-    if not candidates:
-        return None
-    if len(candidates) == 1:
-        return candidates[0]
-    return max(candidates, key=_rank_key)
+def pick_one_node_for_preemption(
+    snapshot: Snapshot, candidates: Sequence[Candidate], now: float
+) -> Candidate | None:
+    """The best candidate (upstream ``pickOneNodeForPreemption``, see the module
+    docstring), reading the victims' priorities and start times from the snapshot; the
+    first of equals."""
+    if len(candidates) <= 1:
+        return candidates[0] if candidates else None
+    i = snapshot.pick_one_node_for_preemption([c.as_tuple() for c in candidates], now)
+    return None if i is None else candidates[i]
 
 
 # ---- the plugin -----------------------------------------------------------------------------
@@ -346,41 +300,29 @@ def _terminating_by_preemption(pod: Pod) -> bool:
     return False
 
 
-def _has_required_pod_affinity(pod: Pod) -> bool:
-    terms = ((pod.affinity or {}).get("podAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    return bool(terms)
-
-
 def _rfc3339(t: float) -> str:
     return datetime.fromtimestamp(int(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-#: See ``DefaultPreemption._room_memo``.
-_Memo = tuple[
-    int,
-    int,
-    tuple[int, ...],
-    frozenset[str],
-    tuple[NodePod, ...],
-    dict[tuple[int, ...], tuple[tuple[NodePod, ...], int]],
-]
+def _more_important_first(cp: NodePod, now: float) -> tuple[int, float, str]:
+    """Sort key of upstream ``MoreImportantPod`` (higher priority, then earlier start),
+    ties by uid as the Rust dry run breaks them."""
+    pod = cp.pod
+    start = start_time_of(pod)
+    return (-pod.priority, now if start is None else start, pod.uid)
 
 
 class _Attempt:
     """Everything one PostFilter call computes once and reads for every node."""
 
     __slots__ = (
-        "arith",
         "compiled",
         "framework",
         "kernels",
-        "nominated_nodes",
         "now",
+        "pdb_tuples",
         "pdbs",
         "pod",
-        "priority",
         "python_filters",
         "snapshot",
         "state",
@@ -394,33 +336,21 @@ class _Attempt:
         kernels: Profile,
         framework: Any,
         state: CycleState,
-        pdbs: Sequence[PodDisruptionBudget],
+        pdbs: Sequence[tuple[PodDisruptionBudget, PdbTuple]],
         now: float,
-        nominated_nodes: Collection[str] = frozenset(),
     ) -> None:
         self.pod = pod
-        self.nominated_nodes = frozenset(nominated_nodes)
-        self.priority = pod.priority
         self.compiled = compiled
         self.snapshot = snapshot
         self.kernels = kernels
         self.framework = framework
         self.state = state
-        self.pdbs = pdbs
+        self.pdbs = [p for p, _ in pdbs]
+        self.pdb_tuples = [t for _, t in pdbs]
         self.now = now
+        #: Python Filter plugins run too: victims are then chosen step by step here,
+        #: with a Filter call per step, instead of in the Rust dry run.
         self.python_filters = bool(framework is not None and framework.points.filter)
-        filters = list(kernels.filters)
-        monotone = (
-            "NodeResourcesFit" in filters
-            and all(f in _MONOTONE_FILTERS for f in filters)
-            and not self.python_filters
-            and not _has_required_pod_affinity(pod)
-        )
-        #: The pod's requests of :data:`_ARITHMETIC_RESOURCES` (0: not checked), or
-        #: None when the arithmetic prediction is not exact for this pod and profile.
-        self.arith: tuple[int, ...] | None = None
-        if monotone:
-            self.arith = tuple(pod.requests.get(r, 0) for r in _ARITHMETIC_RESOURCES)
 
 
 class DefaultPreemption:
@@ -448,13 +378,8 @@ class DefaultPreemption:
         #: ``(namespace, name)`` once its deletion is under way (upstream ``preempting``
         #: and ``lastVictimsPendingPreemption``).
         self._preempting: dict[str, tuple[str, str] | None] = {}
-        self._pdb_cache: dict[str, tuple[str, PodDisruptionBudget]] = {}
-        #: id(pod) → (pod, start time) of started pods.
-        self._starts: dict[int, tuple[Pod, float]] = {}
-        #: node → (node generation, priority, room, nominated pods counted in it,
-        #: lower-priority pods most important first, the arithmetic's victims by pod
-        #: requests): see :meth:`_room` and :meth:`_select`.
-        self._room_memo: dict[str, _Memo] = {}
+        #: "namespace/name" → (resourceVersion, parsed PDB, its form for the Rust core).
+        self._pdb_cache: dict[str, tuple[str, PodDisruptionBudget, PdbTuple]] = {}
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any] | None) -> DefaultPreemption:
@@ -533,13 +458,16 @@ class DefaultPreemption:
             return None, Status(Code.UNSCHEDULABLE, reason)
         # 2) candidates
         num_all = h.snapshot.num_nodes
-        candidates, node_statuses, errors = self.find_candidates(state, pod, statuses)
-        if errors and not candidates:
+        attempt = self.new_attempt(state, pod)
+        if attempt is None:
+            return None, Status(Code.ERROR, f"no profile handles {pod.scheduler_name!r}")
+        found, node_statuses, errors = self.find_candidates(attempt, statuses)
+        if errors and not found:
             return None, Status(Code.ERROR, errors[0])
-        if not candidates:
+        if not found:
             counts: dict[str, int] = {}
-            for st in node_statuses.values():
-                for r in st.reasons:
+            for _, _, _, reasons in node_statuses:
+                for r in reasons:
                     counts[r] = counts.get(r, 0) + 1
             if len(node_statuses) < num_all:
                 counts[ERR_NOT_HELPFUL] = counts.get(ERR_NOT_HELPFUL, 0) + (
@@ -550,7 +478,11 @@ class DefaultPreemption:
                 Code.UNSCHEDULABLE, fit_error_message(num_all, counts)
             )
         # 3) extenders: ksched runs none. 4) the best candidate.
-        best = pick_one_node_for_preemption(candidates)
+        if isinstance(found, PreemptionDryRun):
+            top = found.best()
+            best = Candidate(*top) if top is not None else None
+        else:
+            best = pick_one_node_for_preemption(attempt.snapshot, found, attempt.now)
         if best is None or not best.node:
             return None, Status(Code.UNSCHEDULABLE, ERR_NO_CANDIDATE)
         # 5) evict, in the background.
@@ -558,18 +490,31 @@ class DefaultPreemption:
         return PostFilterResult(best.node), Status(Code.SUCCESS)
 
     def find_candidates(
-        self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]
-    ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
-        """Upstream ``findCandidates``: the candidates of the nodes ``statuses`` rejects
-        as Unschedulable (see :meth:`dry_run`), the statuses of the nodes examined that
-        are no candidate, and error messages."""
-        potential = self._potential_nodes(statuses, self.handle.snapshot)
-        if not potential:
-            return [], {}, []
-        attempt = self.new_attempt(state, pod)
-        if attempt is None:
-            return [], {}, [f"no profile handles {pod.scheduler_name!r}"]
-        return self.dry_run(attempt, potential)
+        self, a: _Attempt, statuses: Mapping[str, Status]
+    ) -> tuple[PreemptionDryRun | list[Candidate], list[RawNodeStatus], list[str]]:
+        """Upstream ``findCandidates``: the candidates among the nodes ``statuses``
+        rejects as Unschedulable (removing pods may help those; not the
+        UnschedulableAndUnresolvable ones), examined from a random offset until
+        :meth:`num_candidates` are found, at least one of them violating no PDB
+        (non-violating candidates first); the statuses of the nodes examined that are
+        no candidate (only when there is no candidate); error messages. The candidates
+        stay in the core's result when the core found them (:func:`candidates_of`
+        lists them)."""
+        potential = self._potential_nodes(statuses, a.snapshot)
+        n = potential.num_resolvable if isinstance(potential, ScheduleResult) else len(potential)
+        if n == 0:
+            return [], [], []
+        offset, wanted = self.offset(n), self.num_candidates(n)
+        if a.python_filters:
+            names = (
+                potential.resolvable_nodes() if isinstance(potential, ScheduleResult) else potential
+            )
+            return self._dry_run_in_python(a, names, offset, wanted)
+        run = a.snapshot.preemption_dry_run(
+            a.compiled, a.kernels, potential, offset, wanted, a.pdb_tuples, a.now
+        )
+        rejected: list[RawNodeStatus] = list(run.statuses)
+        return run, rejected, run.errors
 
     def new_attempt(self, state: CycleState, pod: Pod) -> _Attempt | None:
         """What one preemption attempt of ``pod`` reads for every node (None: no
@@ -590,7 +535,6 @@ class DefaultPreemption:
             state,
             self._pdbs(h.pod_disruption_budgets()),
             self._clock(),
-            h.nominated_nodes(),
         )
 
     def _not_eligible(self, pod: Pod, nominated: str, statuses: Mapping[str, Status]) -> str:
@@ -609,24 +553,29 @@ class DefaultPreemption:
         return ""
 
     @staticmethod
-    def _potential_nodes(statuses: Mapping[str, Status], snapshot: Snapshot) -> list[str]:
-        """Nodes rejected as Unschedulable: removing pods may help them."""
-        raw = getattr(statuses, "raw", None)
+    def _potential_nodes(
+        statuses: Mapping[str, Status], snapshot: Snapshot
+    ) -> ScheduleResult | list[str]:
+        """The nodes rejected as Unschedulable: the core's failed result itself when the
+        statuses are its (the dry run reads them there), else their names."""
+        result = getattr(statuses, "result", None)
         absent: Status | None = getattr(statuses, "absent", None)
-        if raw is None:
-            out = [n for n, s in statuses.items() if s.code is Code.UNSCHEDULABLE]
-        else:
-            out = [t[0] for t in raw if not t[1]]
-        if absent is not None and absent.code is Code.UNSCHEDULABLE:
+        absent_counts = absent is not None and absent.code is Code.UNSCHEDULABLE
+        if isinstance(result, ScheduleResult) and not absent_counts:
+            return result
+        out = [n for n, s in statuses.items() if s.code is Code.UNSCHEDULABLE]
+        if absent_counts:
             explicit = set(statuses)
             out.extend(n for n in snapshot.node_names() if n not in explicit)
         return out
 
-    def _pdbs(self, objs: Collection[Mapping[str, Any]]) -> list[PodDisruptionBudget]:
+    def _pdbs(
+        self, objs: Collection[Mapping[str, Any]]
+    ) -> list[tuple[PodDisruptionBudget, PdbTuple]]:
         if not objs:
             self._pdb_cache.clear()
             return []
-        out: list[PodDisruptionBudget] = []
+        out: list[tuple[PodDisruptionBudget, PdbTuple]] = []
         cache = self._pdb_cache
         seen: set[str] = set()
         for obj in objs:
@@ -636,60 +585,41 @@ class DefaultPreemption:
             seen.add(key)
             hit = cache.get(key)
             if hit is None or hit[0] != rv:
-                hit = cache[key] = (rv, PodDisruptionBudget.from_dict(obj))
-            out.append(hit[1])
+                pdb = PodDisruptionBudget.from_dict(obj)
+                selector = (obj.get("spec") or {}).get("selector")
+                hit = cache[key] = (
+                    rv,
+                    pdb,
+                    (
+                        pdb.namespace,
+                        selector if isinstance(selector, dict) and pdb.matches else None,
+                        pdb.disruptions_allowed,
+                        sorted(pdb.disrupted_pods),
+                    ),
+                )
+            out.append((hit[1], hit[2]))
         if len(cache) > len(seen):
             for key in [k for k in cache if k not in seen]:
                 del cache[key]
         return out
 
-    # ---- the dry run -------------------------------------------------------------------------
+    # ---- the dry run with Python Filter plugins --------------------------------------------
 
-    def dry_run(
-        self, a: _Attempt, potential: Sequence[str]
-    ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
-        """Candidates from ``potential`` (upstream ``DryRunPreemption``, sequential):
-        non-violating candidates first, each list in the order found; the statuses of
-        the nodes that are no candidate; error messages."""
+    def _dry_run_in_python(
+        self, a: _Attempt, potential: Sequence[str], offset: int, wanted: int
+    ) -> tuple[list[Candidate], list[RawNodeStatus], list[str]]:
+        """The dry run of :meth:`find_candidates` for profiles with Python Filter
+        plugins: each node step by step, one Filter call per step (the Rust kernels,
+        then the Python filters)."""
         n = len(potential)
-        wanted = self.num_candidates(n)
-        offset = self.offset(n) if n else 0
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
-        statuses: dict[str, Status] = {}
+        statuses: list[RawNodeStatus] = []
         errors: list[str] = []
-        deferred: list[str] = []
-        # The remembered-room check of select_victims_on_node, inlined: in a large
-        # cluster most nodes examined are ruled out by it.
-        arith = a.arith
-        memo = self._room_memo
-        generations = self.handle.node_generations()
-        prio, uid = a.priority, a.pod.uid
-        cpu = memory = storage = 0
-        if arith is not None:
-            cpu, memory, storage = arith
         for i in range(n):
             node = potential[(offset + i) % n]
-            m = memo.get(node) if arith is not None else None
             try:
-                if (
-                    m is not None
-                    and m[1] == prio
-                    and m[0] == generations.get(node, 0)
-                    and uid not in m[3]
-                ):
-                    room = m[2]
-                    if (
-                        room[0] < 1
-                        or (cpu and cpu > room[1])
-                        or (memory and memory > room[2])
-                        or (storage and storage > room[3])
-                    ):
-                        deferred.append(node)
-                        continue
-                    cand, st = self._select(a, node, list(m[4]), list(room), m[5])
-                else:
-                    cand, st = self.select_victims_on_node(a, node)
+                cand, st = self.select_victims_on_node(a, node)
             except (ValueError, KeyError) as exc:  # e.g. the node left the snapshot
                 cand, st = None, Status(Code.ERROR, str(exc))
             if cand is not None:
@@ -699,138 +629,28 @@ class DefaultPreemption:
                 if non_violating and len(non_violating) + len(violating) >= wanted:
                     break
                 continue
-            if st is None:
-                deferred.append(node)
-                continue
+            assert st is not None
             if st.code is Code.ERROR:
                 errors.append(st.message)
-            statuses[node] = st
-        if not non_violating and not violating:
-            # Only now do the nodes the arithmetic ruled out need their exact status
-            # (for the message); none of them can turn out to be a candidate.
-            for node in deferred:
-                cand, st = self.select_victims_on_node(a, node, exact=True)
-                if cand is not None:  # pragma: no cover - the arithmetic is exact
-                    log.error("preemption arithmetic ruled out candidate node %s", node)
-                    (non_violating if cand.num_pdb_violations == 0 else violating).append(cand)
-                elif st is not None:
-                    statuses[node] = st
+            unresolvable = st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            statuses.append((node, unresolvable, st.plugin or "", list(st.reasons)))
+        if non_violating or violating:
+            statuses = []
         return non_violating + violating, statuses, errors
 
     def select_victims_on_node(
-        self, a: _Attempt, node: str, *, exact: bool = False
+        self, a: _Attempt, node: str
     ) -> tuple[Candidate | None, Status | None]:
-        """The candidate on ``node``, or why there is none. ``(None, None)`` means the
-        resource arithmetic proved the pod cannot fit (status computed on demand);
-        ``exact`` skips the arithmetic."""
-        arith = None if exact else a.arith
-        prio = a.priority
-        # The node's lower-priority pods (most important first) and its room without
-        # them are remembered while the node, its pods and the pods nominated to it
-        # stay the same: most nodes of a large cluster are looked at again and again
-        # by preemptors of one priority, and most of those are ruled out by the
-        # arithmetic alone (dry_run inlines this check).
-        memo = self._room_memo.get(node) if arith is not None else None
-        if (
-            memo is not None
-            and arith is not None
-            and memo[1] == prio
-            and memo[0] == self.handle.node_generation(node)
-            and a.pod.uid not in memo[3]
-        ):
-            if not _fits(memo[2], arith):
-                return None, None
-            return self._select(a, node, list(memo[4]), list(memo[2]), memo[5])
+        """Upstream ``SelectVictimsOnNode`` step by step: the candidate on ``node``, or
+        why there is none. The snapshot is restored exactly, whatever happens."""
+        prio = a.pod.priority
         potential = [cp for cp in self.handle.pods_on_node(node) if cp.pod.priority < prio]
         if not potential:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_VICTIMS)
-        # Most important first: higher priority, then earlier start (MoreImportantPod).
         now = a.now
-        start = self._start_time
-        potential.sort(key=lambda cp: (-cp.pod.priority, start(cp.pod, now)))
-        room: list[int] | None = None
-        predictions: dict[tuple[int, ...], tuple[tuple[NodePod, ...], int]] | None = None
-        if arith is not None:
-            room = self._room(a, node, potential)
-            if room is not None and not _fits(room, arith):
-                return None, None
-            memo = self._room_memo.get(node)
-            if (
-                memo is not None
-                and memo[1] == prio
-                and memo[0] == self.handle.node_generation(node)
-                and a.pod.uid not in memo[3]
-            ):
-                predictions = memo[5]
-        return self._select(a, node, potential, room, predictions)
-
-    def _select(
-        self,
-        a: _Attempt,
-        node: str,
-        potential: list[NodePod],
-        room: list[int] | None,
-        predictions: dict[tuple[int, ...], tuple[tuple[NodePod, ...], int]] | None = None,
-    ) -> tuple[Candidate | None, Status | None]:
-        """Victims among ``potential`` (most important first): predicted from ``room``
-        when there is one, else (or when the prediction fails) step by step.
-        ``predictions`` remembers the arithmetic's answer for the node's room by the
-        pod's requests (it holds while the room does; without PDBs in play)."""
-        if a.pdbs:
-            violating, non_violating = filter_pods_with_pdb_violation(potential, a.pdbs)
-            ordered = violating + non_violating
-            num_violating = len(violating)
-            predictions = None
-        else:
-            ordered, num_violating, violating, non_violating = potential, 0, [], potential
-        result = None
-        arith = a.arith
-        if room is not None and arith is not None:
-            known = predictions.get(arith) if predictions is not None else None
-            if known is not None:
-                victims = list(known[0])
-                result = (victims, known[1]) if self._verify(a, node, victims) else None
-            else:
-                result = self._predict(a, node, ordered, num_violating, room, arith)
-                if result is not None and predictions is not None:
-                    predictions[arith] = (tuple(result[0]), result[1])
-        if result is None:
-            victims, nviol, st = self._victims_step_by_step(
-                a, node, potential, ordered, num_violating
-            )
-            if st is not None:
-                return None, st
-        else:
-            victims, nviol = result
-        if not victims:
-            return None, Status(Code.ERROR, f'expected at least one victim pod on node "{node}"')
-        now = a.now
-        start = self._start_time
-        if violating and non_violating:
-            victims.sort(key=lambda cp: (-cp.pod.priority, start(cp.pod, now)))
-        return Candidate(node, victims, nviol, [start(v.pod, now) for v in victims]), None
-
-    def _start_time(self, pod: Pod, now: float) -> float:
-        hit = self._starts.get(id(pod))
-        if hit is not None and hit[0] is pod:
-            return hit[1]
-        t = pod_start_time(pod, -1.0)
-        if t == -1.0:
-            return now  # not started: "now", as upstream
-        if len(self._starts) > 200_000:
-            self._starts.clear()
-        self._starts[id(pod)] = (pod, t)
-        return t
-
-    # Upstream's algorithm, one Filter call per step.
-    def _victims_step_by_step(
-        self,
-        a: _Attempt,
-        node: str,
-        potential: Sequence[NodePod],
-        ordered: Sequence[NodePod],
-        num_violating: int,
-    ) -> tuple[list[NodePod], int, Status | None]:
+        potential.sort(key=lambda cp: _more_important_first(cp, now))
+        violating, non_violating = filter_pods_with_pdb_violation(potential, a.pdbs)
+        ordered = violating + non_violating
         snapshot = a.snapshot
         removed: dict[str, NodePod] = {}
         try:
@@ -840,7 +660,7 @@ class DefaultPreemption:
                 removed[uid] = cp
             st = self._filter(a, node)
             if st is not None:
-                return [], 0, st
+                return None, st
             victims: list[NodePod] = []
             nviol = 0
             for i, cp in enumerate(ordered):
@@ -851,108 +671,16 @@ class DefaultPreemption:
                     snapshot.remove_pod(uid)
                     removed[uid] = cp
                     victims.append(cp)
-                    if i < num_violating:
+                    if i < len(violating):
                         nviol += 1
-            return victims, nviol, None
         finally:
             for cp in removed.values():
                 _restore(snapshot, cp, node)
-
-    def _room(self, a: _Attempt, node: str, potential: Sequence[NodePod]) -> list[int] | None:
-        """Free pod slots and free amounts of :data:`_ARITHMETIC_RESOURCES` on ``node``
-        once every pod of ``potential`` is gone, less what the pods nominated to the
-        node that count against the pod hold (equal or higher priority, not the pod
-        itself), as NodeResourcesFit counts them; None for a node the snapshot does not
-        know. Remembered with ``potential`` while the node's generation stays."""
-        snapshot = a.snapshot
-        alloc_pods = snapshot.allocatable(node, "pods")
-        if alloc_pods is None:
-            return None
-        room = [alloc_pods - (snapshot.requested(node, "pods") or 0) + len(potential)]
-        for r in _ARITHMETIC_RESOURCES:
-            f = (snapshot.allocatable(node, r) or 0) - (snapshot.requested(node, r) or 0)
-            for cp in potential:
-                f += cp.pod.requests.get(r, 0)
-            room.append(f)
-        counted: list[str] = []
-        own = False
-        if node in a.nominated_nodes:
-            for p in self.handle.nominated_pods_for_node(node):
-                if p.uid == a.pod.uid:
-                    own = True
-                elif p.priority >= a.priority:
-                    counted.append(p.uid)
-                    room[0] -= 1
-                    reqs = p.requests
-                    for j, r in enumerate(_ARITHMETIC_RESOURCES, 1):
-                        room[j] -= reqs.get(r, 0)
-        if not own:  # a room that left out the pod's own nomination is the pod's alone
-            memo = self._room_memo
-            if len(memo) > 4 * snapshot.num_nodes + 1000:
-                memo.clear()
-            memo[node] = (
-                self.handle.node_generation(node),
-                a.priority,
-                tuple(room),
-                frozenset(counted),
-                tuple(potential),
-                {},
-            )
-        return room
-
-    def _predict(
-        self,
-        a: _Attempt,
-        node: str,
-        ordered: Sequence[NodePod],
-        num_violating: int,
-        room: list[int],
-        arith: tuple[int, ...],
-    ) -> tuple[list[NodePod], int] | None:
-        """The step-by-step result, predicted by arithmetic from ``room`` (see
-        :meth:`_room`) and verified by one Filter call; None when the prediction does
-        not hold (then the node is redone step by step)."""
-        cpu, memory, storage = arith
-        victims: list[NodePod] = []
-        nviol = 0
-        for i, cp in enumerate(ordered):
-            reqs = cp.pod.requests
-            v_cpu = reqs.get("cpu", 0)
-            v_memory = reqs.get("memory", 0)
-            v_storage = reqs.get("ephemeral-storage", 0)
-            if (
-                room[0] >= 2
-                and (cpu == 0 or cpu + v_cpu <= room[1])
-                and (memory == 0 or memory + v_memory <= room[2])
-                and (storage == 0 or storage + v_storage <= room[3])
-            ):
-                room[0] -= 1
-                room[1] -= v_cpu
-                room[2] -= v_memory
-                room[3] -= v_storage
-            else:
-                victims.append(cp)
-                if i < num_violating:
-                    nviol += 1
-        if not victims or not self._verify(a, node, victims):
-            return None
-        return victims, nviol
-
-    def _verify(self, a: _Attempt, node: str, victims: Sequence[NodePod]) -> bool:
-        """Whether the pod fits ``node`` without ``victims`` (every filter); the
-        snapshot is restored before returning."""
-        snapshot = a.snapshot
-        remove, add_pod, assume = snapshot.remove_pod, snapshot.add_pod, snapshot.assume
-        removed = 0
-        try:
-            for cp in victims:
-                remove(cp.pod.uid)
-                removed += 1
-            st = self._filter(a, node)
-        finally:
-            for cp in victims[:removed]:
-                (assume if cp.assumed else add_pod)(cp.compiled, node)
-        return st is None
+        if not victims:
+            return None, Status(Code.ERROR, f'expected at least one victim pod on node "{node}"')
+        if violating and non_violating:
+            victims.sort(key=lambda cp: _more_important_first(cp, now))
+        return Candidate(node, [v.pod.uid for v in victims], nviol), None
 
     def _filter(self, a: _Attempt, node: str) -> Status | None:
         """Every Filter of the profile on ``node`` as the snapshot stands (upstream
@@ -972,7 +700,9 @@ class DefaultPreemption:
     def _prepare_candidate_async(self, c: Candidate, pod: Pod) -> None:
         """Evict the victims in the background (upstream ``prepareCandidateAsync``)."""
         h = self.handle
-        to_delete = [v.pod for v in c.victims if v.pod.deletion_timestamp is None]
+        on_node = {cp.pod.uid: cp.pod for cp in h.pods_on_node(c.node)}
+        victims = [on_node[uid] for uid in c.victims if uid in on_node]
+        to_delete = [v for v in victims if v.deletion_timestamp is None]
         if not to_delete:
             return
         h.metrics.preemption_victims.observe((), float(len(c.victims)))
@@ -1074,17 +804,6 @@ class DefaultPreemption:
             f"Preempted by pod {preemptor.uid} on node {node}",
             preemptor.scheduler_name,
         )
-
-
-def _fits(room: Sequence[int], amounts: Sequence[int]) -> bool:
-    """Whether one more pod requesting ``amounts`` fits ``room`` (free pod slots first;
-    a resource the pod does not request is not checked, as NodeResourcesFit does)."""
-    if room[0] < 1:
-        return False
-    for free, amount in zip(room[1:], amounts, strict=True):
-        if amount and amount > free:
-            return False
-    return True
 
 
 def _restore(snapshot: Snapshot, cp: NodePod, node: str) -> None:

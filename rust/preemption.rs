@@ -1,0 +1,481 @@
+//! DefaultPreemption's dry run over the snapshot: which lower-priority pods to evict on
+//! which node (upstream `DryRunPreemption`, `SelectVictimsOnNode`,
+//! `filterPodsWithPDBViolation` and `pickOneNodeForPreemption`).
+//!
+//! For each potential node, from an offset, until enough candidates are found:
+//!
+//! 1. every pod of lower priority than the preemptor is a potential victim; none means
+//!    "No preemption victims found for incoming pod" (UnschedulableAndUnresolvable);
+//! 2. the pod must pass every Filter with all of them gone (nominated pods of equal or
+//!    higher priority counted), else the node gets that Filter's status;
+//! 3. the potential victims, most important first (higher priority, then earlier start),
+//!    PDB-violating ones first, are reprieved one by one: a pod stays a victim only when
+//!    adding it back makes the preemptor not fit.
+//!
+//! Two ways to evaluate "the node without these pods", with the same results:
+//!
+//! * **arithmetic** — when the only Filters that can reject this pod and look at the
+//!   node's pods are NodeResourcesFit and the nominated pods' room (no host ports, no
+//!   hard topology spreading, no inter-pod affinity in play), a node without some pods
+//!   is the node with their requests freed (`fit::Freed`); the snapshot is not touched,
+//!   so this costs a few additions per step;
+//! * **detach and re-attach** — otherwise the pods are really taken off the snapshot and
+//!   the PreFilter state is recomputed for every step (what upstream's RemovePod/AddPod
+//!   extensions keep up to date), then every record is put back.
+//!
+//! Deviations from upstream: nodes are examined one after another from the offset, so
+//! the candidates are the first ones found in that order (upstream's parallel search
+//! may find another set of the same size); ties between equally important pods are
+//! broken by uid, and ties between equally good candidates go to the first one found.
+
+use ahash::AHashSet;
+use pyo3::prelude::*;
+
+use crate::cycle::PodState;
+use crate::plugins::node_resources_fit::Freed;
+use crate::plugins::{Plugin, Reject, DETAIL_NOT_IN_PREFILTER_RESULT};
+use crate::pod::CompiledPod;
+use crate::profile::Profile;
+use crate::selector::Selector;
+use crate::snapshot::{PodRecord, Snapshot};
+
+pub const ERR_NO_VICTIMS: &str = "No preemption victims found for incoming pod";
+/// `MaxInt32 + 1`, added to every victim's priority before summing (upstream).
+const PRIORITY_OFFSET: i64 = 1 << 31;
+
+/// What the dry run reads of a `policy/v1` PodDisruptionBudget.
+#[derive(Debug)]
+pub struct Pdb {
+    pub namespace: u32,
+    /// `None`: a nil, empty or invalid selector, which matches nothing here.
+    pub selector: Option<Selector>,
+    pub disruptions_allowed: i64,
+    /// Names of the pods in `status.disruptedPods`.
+    pub disrupted: AHashSet<String>,
+}
+
+/// A victim as ranking reads it.
+#[derive(Clone, Debug)]
+pub struct Victim {
+    pub uid: String,
+    pub priority: i32,
+    /// Start time in seconds (`now` for a pod that has not started).
+    pub start: f64,
+}
+
+/// A node where the preemptor fits once `victims` (most important first) are gone.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub node: String,
+    pub victims: Vec<Victim>,
+    pub num_pdb_violations: usize,
+}
+
+/// Why a potential node is no candidate.
+#[derive(Debug)]
+pub enum NotCandidate {
+    Rejected(Reject),
+    NoVictims,
+    Error(String),
+}
+
+/// The outcome of one dry run.
+#[derive(Debug, Default)]
+pub struct DryRun {
+    /// Non-violating candidates first, each group in the order found.
+    pub candidates: Vec<Candidate>,
+    /// `(node, why)` of the nodes examined that are no candidate.
+    pub rejected: Vec<(u32, NotCandidate)>,
+    pub examined: usize,
+}
+
+impl Snapshot {
+    /// The dry run over `potential` (slots), starting at `offset`, stopping once
+    /// `num_candidates` candidates are found with at least one of them violating no PDB.
+    #[allow(clippy::too_many_arguments)]
+    pub fn dry_run_preemption(
+        &mut self,
+        pod: &CompiledPod,
+        profile: &Profile,
+        potential: &[u32],
+        offset: usize,
+        num_candidates: usize,
+        pdbs: &[Pdb],
+        now: f64,
+    ) -> (DryRun, PodState) {
+        let st = self.prefilter(pod, profile);
+        let arithmetic = !st.active_filters.iter().any(|p| {
+            matches!(
+                p,
+                Plugin::NodePorts | Plugin::PodTopologySpread | Plugin::InterPodAffinity
+            )
+        });
+        let mut out = DryRun::default();
+        let mut non_violating: Vec<Candidate> = Vec::new();
+        let mut violating: Vec<Candidate> = Vec::new();
+        let n = potential.len();
+        for i in 0..n {
+            let slot = potential[(offset + i) % n];
+            out.examined += 1;
+            let found = if let Some((plugin, _)) = &st.prefilter_reject {
+                Err(NotCandidate::Rejected(Reject {
+                    plugin: *plugin,
+                    unresolvable: true,
+                    detail: 0,
+                }))
+            } else if st.allowed.as_ref().is_some_and(|a| !a.contains(&slot)) {
+                Err(NotCandidate::Rejected(Reject {
+                    plugin: Plugin::NodeAffinity,
+                    unresolvable: true,
+                    detail: DETAIL_NOT_IN_PREFILTER_RESULT,
+                }))
+            } else if arithmetic {
+                self.victims_by_arithmetic(profile, &st, slot, pdbs, now)
+            } else {
+                self.victims_by_detaching(pod, profile, slot, pdbs, now)
+            };
+            match found {
+                Ok(c) => {
+                    let target = if c.num_pdb_violations == 0 {
+                        &mut non_violating
+                    } else {
+                        &mut violating
+                    };
+                    if target.len() < num_candidates {
+                        target.push(c);
+                    }
+                    if !non_violating.is_empty()
+                        && non_violating.len() + violating.len() >= num_candidates
+                    {
+                        break;
+                    }
+                }
+                Err(why) => out.rejected.push((slot, why)),
+            }
+        }
+        non_violating.append(&mut violating);
+        out.candidates = non_violating;
+        (out, st)
+    }
+
+    /// The potential victims on `slot`, most important first (ties by uid), as pod
+    /// indices.
+    fn potential_victims(&self, slot: u32, priority: i32, now: f64) -> Vec<u32> {
+        let mut out: Vec<u32> = self.node_pods[slot as usize]
+            .iter()
+            .copied()
+            .filter(|&idx| self.record(idx).priority < priority)
+            .collect();
+        out.sort_by(|&a, &b| {
+            let (a, b) = (self.record(a), self.record(b));
+            b.priority
+                .cmp(&a.priority)
+                .then(
+                    a.start_time
+                        .unwrap_or(now)
+                        .total_cmp(&b.start_time.unwrap_or(now)),
+                )
+                .then_with(|| a.uid.cmp(&b.uid))
+        });
+        out
+    }
+
+    #[inline]
+    fn record(&self, idx: u32) -> &PodRecord {
+        self.pods[idx as usize]
+            .as_ref()
+            .expect("node_pods lists live pods only")
+    }
+
+    /// `ordered` split into PDB-violating pods and the others, each in order
+    /// (upstream `filterPodsWithPDBViolation`: each matching PDB's budget is charged,
+    /// except for pods already in its `disruptedPods`; a pod without labels matches none).
+    fn split_by_pdb(&self, ordered: Vec<u32>, pdbs: &[Pdb]) -> (Vec<u32>, usize) {
+        if pdbs.is_empty() {
+            return (ordered, 0);
+        }
+        let mut allowed: Vec<i64> = pdbs.iter().map(|p| p.disruptions_allowed).collect();
+        let mut violating = Vec::new();
+        let mut others = Vec::new();
+        for idx in ordered {
+            let rec = self.record(idx);
+            let mut violated = false;
+            if !rec.labels.is_empty() {
+                for (i, pdb) in pdbs.iter().enumerate() {
+                    let Some(sel) = &pdb.selector else { continue };
+                    if pdb.namespace != rec.namespace
+                        || !sel.matches(&rec.labels)
+                        || pdb.disrupted.contains(&rec.name)
+                    {
+                        continue;
+                    }
+                    allowed[i] -= 1;
+                    if allowed[i] < 0 {
+                        violated = true;
+                    }
+                }
+            }
+            if violated {
+                violating.push(idx);
+            } else {
+                others.push(idx);
+            }
+        }
+        let num_violating = violating.len();
+        violating.append(&mut others);
+        (violating, num_violating)
+    }
+
+    fn victim(&self, rec: &PodRecord, now: f64) -> Victim {
+        Victim {
+            uid: rec.uid.clone(),
+            priority: rec.priority,
+            start: rec.start_time.unwrap_or(now),
+        }
+    }
+
+    /// The candidate on `slot` with the node's pods freed arithmetically.
+    fn victims_by_arithmetic(
+        &self,
+        profile: &Profile,
+        st: &PodState,
+        slot: u32,
+        pdbs: &[Pdb],
+        now: f64,
+    ) -> Result<Candidate, NotCandidate> {
+        let potential = self.potential_victims(slot, st.priority, now);
+        if potential.is_empty() {
+            return Err(NotCandidate::NoVictims);
+        }
+        let mut freed = Freed::default();
+        for &idx in &potential {
+            freed.add(&self.record(idx).requests, 1);
+        }
+        if let Some(r) = self.filter_node_freed(profile, st, slot, &freed) {
+            return Err(NotCandidate::Rejected(r));
+        }
+        let (ordered, num_violating) = self.split_by_pdb(potential, pdbs);
+        let mut victims = Vec::new();
+        let mut violations = 0;
+        for (k, &idx) in ordered.iter().enumerate() {
+            let rec = self.record(idx);
+            freed.add(&rec.requests, -1);
+            if self.filter_node_freed(profile, st, slot, &freed).is_some() {
+                freed.add(&rec.requests, 1);
+                victims.push(self.victim(rec, now));
+                violations += usize::from(k < num_violating);
+            }
+        }
+        self.candidate(slot, victims, violations, num_violating, ordered.len())
+    }
+
+    /// The candidate on `slot` with the node's pods really taken off the snapshot (and
+    /// the PreFilter state recomputed at every step); every record is put back.
+    fn victims_by_detaching(
+        &mut self,
+        pod: &CompiledPod,
+        profile: &Profile,
+        slot: u32,
+        pdbs: &[Pdb],
+        now: f64,
+    ) -> Result<Candidate, NotCandidate> {
+        let potential = self.potential_victims(slot, pod.priority, now);
+        if potential.is_empty() {
+            return Err(NotCandidate::NoVictims);
+        }
+        let (ordered, num_violating) = self.split_by_pdb(potential, pdbs);
+        let mut detached: Vec<Option<PodRecord>> =
+            ordered.iter().map(|&idx| self.detach(idx)).collect();
+        let fits = |snap: &mut Snapshot| {
+            let st = snap.prefilter(pod, profile);
+            snap.filter_node(profile, &st, slot)
+        };
+        let result = if let Some(r) = fits(self) {
+            Err(NotCandidate::Rejected(r))
+        } else {
+            let mut victims = Vec::new();
+            let mut violations = 0;
+            for (k, slot_of_rec) in detached.iter_mut().enumerate() {
+                let Some(rec) = slot_of_rec.take() else {
+                    continue;
+                };
+                let idx = self.attach(rec);
+                if fits(self).is_some() {
+                    let rec = self.detach(idx).expect("attached just now");
+                    victims.push(self.victim(&rec, now));
+                    violations += usize::from(k < num_violating);
+                    *slot_of_rec = Some(rec);
+                }
+            }
+            Ok((victims, violations))
+        };
+        for rec in detached.into_iter().flatten() {
+            self.attach(rec);
+        }
+        let (victims, violations) = result?;
+        self.candidate(slot, victims, violations, num_violating, ordered.len())
+    }
+
+    fn candidate(
+        &self,
+        slot: u32,
+        mut victims: Vec<Victim>,
+        num_pdb_violations: usize,
+        num_violating: usize,
+        num_potential: usize,
+    ) -> Result<Candidate, NotCandidate> {
+        let node = &self.names[slot as usize];
+        if victims.is_empty() {
+            return Err(NotCandidate::Error(format!(
+                "expected at least one victim pod on node {node:?}"
+            )));
+        }
+        if num_violating != 0 && num_violating != num_potential {
+            victims.sort_by(|a, b| {
+                b.priority
+                    .cmp(&a.priority)
+                    .then(a.start.total_cmp(&b.start))
+                    .then_with(|| a.uid.cmp(&b.uid))
+            });
+        }
+        Ok(Candidate {
+            node: node.to_string(),
+            victims,
+            num_pdb_violations,
+        })
+    }
+}
+
+/// Upstream `pickOneNodeForPreemption`: fewest PDB violations, then the lowest priority
+/// of the most important victim, the smallest sum of victim priorities (each offset by
+/// `MaxInt32 + 1`), the fewest victims, the latest start time among the victims of the
+/// highest priority; the first of equals. `None` when there is no candidate.
+pub fn pick_one(candidates: &[Candidate]) -> Option<usize> {
+    // Smaller is better on every criterion but the start time, where later is better.
+    let key = |c: &Candidate| {
+        let highest = c.victims.first().map_or(i32::MIN, |v| v.priority);
+        let mut sum = 0i64;
+        let mut earliest = f64::INFINITY;
+        for v in &c.victims {
+            sum += i64::from(v.priority) + PRIORITY_OFFSET;
+            if v.priority == highest && v.start < earliest {
+                earliest = v.start;
+            }
+        }
+        (
+            (c.num_pdb_violations, highest, sum, c.victims.len()),
+            earliest,
+        )
+    };
+    let mut best: Option<usize> = None;
+    let mut best_key = ((0, 0, 0, 0), 0.0f64);
+    for (i, c) in candidates.iter().enumerate() {
+        let k = key(c);
+        if best.is_none()
+            || k.0
+                .cmp(&best_key.0)
+                .then(best_key.1.total_cmp(&k.1))
+                .is_lt()
+        {
+            best = Some(i);
+            best_key = k;
+        }
+    }
+    best
+}
+
+/// The dry run's result as Python sees it.
+#[pyclass(frozen, module = "ksched._core")]
+pub struct PreemptionDryRun {
+    pub candidates: Vec<Candidate>,
+    /// `(node, unresolvable, plugin, reasons)` of the nodes examined that are no
+    /// candidate (an empty plugin for "no victims" and errors).
+    pub statuses: Vec<(String, bool, &'static str, Vec<String>)>,
+    pub errors: Vec<String>,
+    #[pyo3(get)]
+    pub examined: usize,
+}
+
+type PyCandidate = (String, Vec<String>, usize);
+
+fn to_py(c: &Candidate) -> PyCandidate {
+    (
+        c.node.clone(),
+        c.victims.iter().map(|v| v.uid.clone()).collect(),
+        c.num_pdb_violations,
+    )
+}
+
+#[pymethods]
+impl PreemptionDryRun {
+    fn __len__(&self) -> usize {
+        self.candidates.len()
+    }
+
+    /// Every candidate, non-violating ones first: `[(node, [victim uid, ...],
+    /// num_pdb_violations), ...]`, victims most important first.
+    fn candidates(&self) -> Vec<PyCandidate> {
+        self.candidates.iter().map(to_py).collect()
+    }
+
+    /// The best candidate by upstream's ranking, or None.
+    fn best(&self) -> Option<PyCandidate> {
+        pick_one(&self.candidates).map(|i| to_py(&self.candidates[i]))
+    }
+
+    /// The statuses of the nodes examined that are no candidate, formatted only when
+    /// there is no candidate at all: `[(node, unresolvable, plugin, [reason, ...])]`.
+    #[getter]
+    fn statuses(&self) -> Vec<(String, bool, &'static str, Vec<String>)> {
+        self.statuses.clone()
+    }
+
+    #[getter]
+    fn errors(&self) -> Vec<String> {
+        self.errors.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "PreemptionDryRun({} candidates, {} nodes examined)",
+            self.candidates.len(),
+            self.examined
+        )
+    }
+}
+
+impl Snapshot {
+    /// Package a dry run for Python, formatting the non-candidates' reasons only when
+    /// no candidate was found (the only time they are read).
+    pub fn dry_run_result(&self, run: DryRun, st: &PodState) -> PreemptionDryRun {
+        let mut errors = Vec::new();
+        let mut statuses = Vec::new();
+        for (slot, why) in &run.rejected {
+            let name = self.names[*slot as usize].to_string();
+            match why {
+                NotCandidate::Error(msg) => {
+                    errors.push(msg.clone());
+                    if run.candidates.is_empty() {
+                        statuses.push((name, false, "", vec![msg.clone()]));
+                    }
+                }
+                _ if !run.candidates.is_empty() => {}
+                NotCandidate::NoVictims => {
+                    statuses.push((name, true, "", vec![ERR_NO_VICTIMS.to_string()]))
+                }
+                NotCandidate::Rejected(r) => statuses.push((
+                    name,
+                    r.unresolvable,
+                    r.plugin.name(),
+                    self.reasons(st, *slot, r),
+                )),
+            }
+        }
+        PreemptionDryRun {
+            candidates: run.candidates,
+            statuses,
+            errors,
+            examined: run.examined,
+        }
+    }
+}
