@@ -14,6 +14,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import orjson
 
@@ -32,13 +33,15 @@ def _simulate(args: argparse.Namespace) -> int:
         )
         return 2
     profiles = None
+    extenders: list[Any] = []
     if args.config:
         from ksched.config import ConfigError
+        from ksched.framework.extender import ExtenderError
         from ksched.profiles import ProfileError
 
         try:
-            profiles = simulate.load_profiles(args.config)
-        except (ConfigError, ProfileError, ValueError) as exc:
+            profiles, extenders = simulate.load_setup(args.config)
+        except (ConfigError, ProfileError, ExtenderError, ValueError) as exc:
             print(f"ksched simulate: {exc}", file=sys.stderr)
             return 1
     report = simulate.run(
@@ -48,6 +51,7 @@ def _simulate(args: argparse.Namespace) -> int:
         workload=args.workload,
         seed=args.seed,
         profiles=profiles,
+        extenders=extenders,
         progress=(not args.no_progress and sys.stderr.isatty()) or args.progress,
     )
     print(report.format())

@@ -28,8 +28,11 @@ Endpoints (:mod:`ksched.server`): HTTPS on ``--bind-address:--secure-port`` (def
 ``0.0.0.0:10259``; port 0 disables it) with ``/healthz``, ``/livez``, ``/readyz``,
 ``/metrics`` and ``/configz``, authenticated and authorized through the API server.
 
-Scheduler extenders are refused. ``clientConnection.contentType`` is ignored: ksched
-always speaks JSON (no protobuf).
+Scheduler extenders (``extenders:``) are called as kube-scheduler calls them
+(:mod:`ksched.framework.extender`): filter and prioritize in the scheduling cycle, bind
+instead of the Bind plugins, preempt from DefaultPreemption. An extender whose TLS
+settings cannot be loaded stops ``ksched run`` before it connects.
+``clientConnection.contentType`` is ignored: ksched always speaks JSON (no protobuf).
 
 Profiles come from :func:`ksched.profiles.build_profiles` (shared with ``ksched
 simulate --config``); the config is validated against the installed out-of-tree plugins
@@ -69,6 +72,7 @@ from ksched.config import (
     load_config_bytes,
     write_config,
 )
+from ksched.framework.extender import ExtenderError, HTTPExtender, build_extenders
 from ksched.framework.profile import Profile
 from ksched.framework.registry import default_registry
 from ksched.leaderelection import (
@@ -128,6 +132,15 @@ def profiles_from_config(cfg: KubeSchedulerConfiguration) -> dict[str, Profile]:
         return build_profiles(cfg)
     except ProfileError as exc:
         raise RunError(str(exc)) from exc
+
+
+def extenders_from_config(cfg: KubeSchedulerConfiguration) -> list[HTTPExtender]:
+    """The configured extenders, in order (upstream ``buildExtenders``). Raises
+    :class:`RunError` when one cannot be built (its TLS settings)."""
+    try:
+        return build_extenders(cfg.extenders)
+    except ExtenderError as exc:
+        raise RunError(f"extender: {exc}") from exc
 
 
 # -------------------------------------------------------------------------- metrics
@@ -223,8 +236,8 @@ def resolve_config(opts: RunOptions) -> KubeSchedulerConfiguration:
 
 def check_supported(cfg: KubeSchedulerConfiguration) -> None:
     """Refuse what ksched does not implement instead of pretending to."""
-    if cfg.extenders:
-        raise RunError("scheduler extenders are not supported by ksched")
+    for ext in extenders_from_config(cfg):
+        ext.close()
     if cfg.client_connection.content_type not in ("", "application/json"):
         log.info(
             "clientConnection.contentType %s is not supported; using application/json",
@@ -284,6 +297,7 @@ async def serve(
         pod_max_backoff=float(cfg.pod_max_backoff_seconds or 10),
         seed=seed,
         identity=identity,
+        extenders=extenders_from_config(cfg),
     )
     status.sched = sched
     registry = registry if registry is not None else metrics_registry(sched)

@@ -49,7 +49,8 @@ from ksched.framework.diagnosis import (
     NodeStatuses,
     RawNodeStatus,
 )
-from ksched.framework.interface import COMPILED_POD_KEY, NOMINATING_KEY, NodeInfo
+from ksched.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, Extender
+from ksched.framework.interface import COMPILED_POD_KEY, MAX_NODE_SCORE, NOMINATING_KEY, NodeInfo
 from ksched.framework.runtime import Framework
 from ksched.framework.status import Code, Status
 from ksched.metrics import PLUGIN_METRICS_SAMPLE_PERCENT
@@ -59,7 +60,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Binder", "SchedulingStats", "record_failure", "schedule_one"]
+__all__ = [
+    "Binder",
+    "SchedulingStats",
+    "needs_extenders",
+    "record_failure",
+    "schedule_one",
+    "schedule_one_async",
+]
 
 _SAMPLE = PLUGIN_METRICS_SAMPLE_PERCENT / 100.0
 _random = random.random
@@ -124,6 +132,25 @@ def _post_filter(
     return Status(Code.UNSCHEDULABLE, fit.message, error=fit)
 
 
+class _Filtered:
+    """The nodes that passed the Rust and the Python filters, with their Rust totals;
+    the nodes Python filters rejected; the Rust result."""
+
+    __slots__ = ("nodes", "rejected", "result", "totals")
+
+    def __init__(
+        self,
+        nodes: list[NodeInfo],
+        totals: dict[str, int],
+        rejected: dict[str, Status],
+        result: Any,
+    ) -> None:
+        self.nodes = nodes
+        self.totals = totals
+        self.rejected = rejected
+        self.result = result
+
+
 def _place_with_python_plugins(
     sched: Scheduler, fw: Framework, info: QueuedPodInfo, state: CycleState
 ) -> tuple[str | None, Status | None, Any]:
@@ -134,6 +161,50 @@ def _place_with_python_plugins(
     Deviation from upstream: the Rust call samples ``percentageOfNodesToScore`` over
     the built-in filters only, so Python filters see the sampled feasible set.
     """
+    filtered, status, result = _run_filters(sched, fw, info, state)
+    if filtered is None:
+        return None, status, result
+    if not filtered.nodes:
+        return None, _python_fit_error(fw, state, info, filtered), result
+    nodes = filtered.nodes
+    if len(nodes) == 1:
+        return nodes[0].name, None, result
+    totals = filtered.totals
+    pod = info.pod
+    ps = fw.run_pre_score(state, pod, nodes)
+    if ps is not None:
+        return None, ps, result
+    extra, ss = fw.run_score(state, pod, nodes)
+    if ss is not None:
+        return None, ss, result
+    best = max(totals[n] + extra[n] for n in totals)
+    winners = [n for n in totals if totals[n] + extra[n] == best]
+    return random.choice(winners), None, result
+
+
+def _python_fit_error(
+    fw: Framework, state: CycleState, info: QueuedPodInfo, filtered: _Filtered
+) -> Status:
+    """Python filters rejected every node the Rust filters let through."""
+    rejected = filtered.rejected
+    counts: Counter[str] = Counter()
+    for st in rejected.values():
+        for reason in st.reasons:
+            counts[reason] += 1
+    plugins = frozenset(st.plugin for st in rejected.values())
+    fit = FitError(filtered.result.num_all_nodes, counts, unschedulable_plugins=plugins)
+    raw = [
+        (n, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, list(st.reasons))
+        for n, st in rejected.items()
+    ]
+    return _post_filter(fw, state, info, fit, NodeStatuses(raw))
+
+
+def _run_filters(
+    sched: Scheduler, fw: Framework, info: QueuedPodInfo, state: CycleState
+) -> tuple[_Filtered | None, Status | None, Any]:
+    """PreFilter and Filter, Rust and Python: the feasible nodes (possibly none, when
+    Python filters rejected them all), or the failure status (PostFilter has run)."""
     pod = info.pod
     names, s = fw.run_pre_filter(state, pod)
     if s is not None:
@@ -170,29 +241,215 @@ def _place_with_python_plugins(
             return None, fs, result
         else:
             rejected[name] = fs
-    if not nodes:
-        counts: Counter[str] = Counter()
-        for st in rejected.values():
-            for reason in st.reasons:
-                counts[reason] += 1
-        plugins = frozenset(st.plugin for st in rejected.values())
-        fit = FitError(result.num_all_nodes, counts, unschedulable_plugins=plugins)
-        raw = [
-            (n, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, list(st.reasons))
-            for n, st in rejected.items()
-        ]
-        return None, _post_filter(fw, state, info, fit, NodeStatuses(raw)), result
-    if len(nodes) == 1:
-        return nodes[0].name, None, result
-    ps = fw.run_pre_score(state, pod, nodes)
-    if ps is not None:
-        return None, ps, result
-    extra, ss = fw.run_score(state, pod, nodes)
-    if ss is not None:
-        return None, ss, result
-    best = max(totals[n] + extra[n] for n in totals)
-    winners = [n for n in totals if totals[n] + extra[n] == best]
-    return random.choice(winners), None, result
+    return _Filtered(nodes, totals, rejected, result), None, result
+
+
+# ---- extenders ----------------------------------------------------------------------------
+
+#: ``MaxNodeScore / MaxExtenderPriority``: extender scores (0-10) to the plugins' 0-100.
+_EXTENDER_SCALE = MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY
+
+
+def needs_extenders(sched: Scheduler, info: QueuedPodInfo) -> bool:
+    """Whether an extender is interested in the pod: its cycle then goes through
+    :func:`schedule_one_async` (HTTP calls); any other pod takes the synchronous path,
+    with the same outcome as upstream (uninterested extenders are not called)."""
+    fw = sched.frameworks.get(info.pod.scheduler_name)
+    if fw is None or not fw.extenders:
+        return False
+    pod = info.pod
+    return any(ext.is_interested(pod) for ext in fw.extenders)
+
+
+async def _place_with_extenders(
+    sched: Scheduler, fw: Framework, info: QueuedPodInfo, state: CycleState, start: float
+) -> tuple[str | None, Status | None, int]:
+    """Upstream ``schedulePod`` with extenders: the filters (Rust, then Python), the
+    extenders' filter in order on the survivors, then, with more than one node left,
+    the plugins' scores plus every interested extender's weighted score; the best
+    total wins, ties broken at random. The third value is the snapshot generation the
+    filters saw (the extender calls are awaited: the world may move meanwhile).
+
+    Deviations from upstream: built-in scores are normalized over the nodes that passed
+    the built-in filters, before extenders (and Python filters) drop some; when no node
+    is left, nodes beyond the ``percentageOfNodesToScore`` sample report their filter
+    rejection instead of being absent from the diagnosis.
+    """
+    pod = info.pod
+    filtered, status, _ = _run_filters(sched, fw, info, state)
+    generation = sched.cache.snapshot.generation
+    # Extender calls are not part of the Filter extension point (as upstream).
+    fw.ok_filter.observe(_perf() - start)
+    if filtered is None:
+        return None, status, generation
+    by_name = {ni.name: ni for ni in filtered.nodes}
+    feasible = list(by_name)
+    failed: dict[str, tuple[bool, str]] = {}
+    for ext in fw.extenders:
+        if not feasible:
+            break
+        if not ext.is_filter() or not ext.is_interested(pod):
+            continue
+        try:
+            answer = await ext.filter(pod, [n for n in (by_name[f].node for f in feasible) if n])
+        except Exception as exc:
+            if ext.is_ignorable():
+                log.info(
+                    "skipping extender %s as it returned error and has ignorable flag set: %s",
+                    ext.name(),
+                    exc,
+                )
+                continue
+            return None, Status(Code.ERROR, str(exc)), generation
+        for name, msg in answer.failed_and_unresolvable.items():
+            failed[name] = (True, msg)
+        for name, msg in answer.failed.items():
+            if name not in answer.failed_and_unresolvable:
+                failed[name] = (False, msg)
+        feasible = answer.nodes
+    if not feasible:
+        if not filtered.nodes:
+            return None, _python_fit_error(fw, state, info, filtered), generation
+        fit_status = _extenders_fit_error(sched, fw, info, state, filtered, failed)
+        return None, fit_status, generation
+    if len(feasible) == 1:
+        return feasible[0], None, generation
+    nodes = [by_name[n] for n in feasible]
+    objects = [n.node for n in nodes if n.node is not None]
+    pending = [
+        (ext, asyncio.ensure_future(ext.prioritize(pod, objects)))
+        for ext in fw.extenders
+        if ext.is_prioritizer() and ext.is_interested(pod)
+    ]
+    totals = {n: filtered.totals[n] for n in feasible}
+    try:
+        if fw.points.pre_score or fw.points.score:
+            ps = fw.run_pre_score(state, pod, nodes)
+            if ps is not None:
+                return None, ps, generation
+            extra, ss = fw.run_score(state, pod, nodes)
+            if ss is not None:
+                return None, ss, generation
+            for n in totals:
+                totals[n] += extra[n]
+        for ext, task in pending:
+            try:
+                scores = await task
+            except Exception as exc:
+                # Upstream ignores prioritize errors of every extender.
+                log.debug("extender %s could not prioritize pod %s: %s", ext.name(), pod.key, exc)
+                continue
+            scale = ext.weight() * _EXTENDER_SCALE
+            for host, score in scores:
+                if host in totals:
+                    totals[host] += score * scale
+    finally:
+        for _, task in pending:
+            task.cancel()
+    best = max(totals.values())
+    return random.choice([n for n, t in totals.items() if t == best]), None, generation
+
+
+def _extenders_fit_error(
+    sched: Scheduler,
+    fw: Framework,
+    info: QueuedPodInfo,
+    state: CycleState,
+    filtered: _Filtered,
+    failed: dict[str, tuple[bool, str]],
+) -> Status:
+    """Extenders rejected every node the filters let through: upstream's FitError over
+    the filters' rejections and the extenders' (``Extender`` among the unschedulable
+    plugins, so any cluster event retries the pod), then PostFilter."""
+    result = filtered.result
+    raw: list[RawNodeStatus] = []
+    plugins: set[str] = {EXTENDER_NAME}
+    if result.evaluated_nodes > result.feasible_nodes:
+        # The Rust call succeeded, so it kept no rejections: ask for them again.
+        rust_feasible = {n for n, _ in result.scores} or {result.node}
+        for row in sched.cache.snapshot.explain(info.compiled, fw.profile.kernels):
+            st = row["status"]
+            if st is None or row["node"] in rust_feasible:
+                continue
+            raw.append(
+                (
+                    row["node"],
+                    st["code"] == Code.UNSCHEDULABLE_AND_UNRESOLVABLE.value,
+                    st["plugin"],
+                    list(st["reasons"]),
+                )
+            )
+            plugins.add(st["plugin"])
+    for name, st in filtered.rejected.items():
+        raw.append((name, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, st.reasons))
+        plugins.add(st.plugin)
+    for name, (unresolvable, msg) in failed.items():
+        raw.append((name, unresolvable, "", [msg]))
+    counts: Counter[str] = Counter()
+    for _, _, _, reasons in raw:
+        for reason in reasons:
+            counts[reason] += 1
+    fit = FitError(result.num_all_nodes, counts, unschedulable_plugins=frozenset(plugins - {""}))
+    return _post_filter(fw, state, info, fit, NodeStatuses(raw))
+
+
+async def schedule_one_async(sched: Scheduler, info: QueuedPodInfo) -> None:
+    """:func:`schedule_one` for a pod some extender is interested in: the extender
+    calls are awaited, so informers, bindings and lease renewals go on meanwhile while
+    no other pod is scheduled. Before assuming, the cycle checks the world it decided
+    on: a pod deleted or bound meanwhile is dropped; a chosen node that changed is
+    checked again against the filters, and a node gone or no longer fitting fails the
+    attempt with an error (the pod is retried after backoff)."""
+    fw = _begin(sched, info)
+    if fw is None:
+        return
+    pod = info.pod
+    start = _perf()
+    state = CycleState(record_plugin_metrics=_random() < _SAMPLE)
+    node, status, generation = await _place_with_extenders(sched, fw, info, state, start)
+    current = sched.pod_informer.store.get(pod.key)
+    if (
+        current is None
+        or ((current.get("metadata") or {}).get("uid") or pod.uid) != pod.uid
+        or (current.get("metadata") or {}).get("deletionTimestamp")
+        or (current.get("spec") or {}).get("nodeName")
+        or sched.cache.has_pod(pod.uid)
+    ):
+        # Deleted, replaced or bound while the extenders answered.
+        sched.queue.done(pod.uid)
+        return
+    if node is not None and sched.cache.snapshot.generation != generation:
+        reason = _still_fits(sched, fw, info, state, node)
+        if reason is not None:
+            status = Status(
+                Code.ERROR, f'node "{node}" changed while the extenders were called: {reason}'
+            )
+            node = None
+    if node is None:
+        assert status is not None
+        handle_scheduling_failure(
+            sched, fw, info, status, start, nominating=state.get(NOMINATING_KEY)
+        )
+        return
+    _reserve_and_bind(sched, fw, info, state, node, start)
+
+
+def _still_fits(
+    sched: Scheduler, fw: Framework, info: QueuedPodInfo, state: CycleState, node: str
+) -> str | None:
+    """Why ``node`` no longer takes the pod (None: it still does)."""
+    if node not in sched.cache.nodes:
+        return "it was deleted"
+    verdict = sched.cache.snapshot.filter_node(info.compiled, fw.profile.kernels, node)
+    if verdict is not None:
+        return ", ".join(verdict[2]) or f"rejected by {verdict[1]}"
+    if fw.points.filter:
+        s = fw.run_filter(
+            state, info.pod, NodeInfo(node, sched.cache.nodes[node], sched.cache.snapshot)
+        )
+        if s is not None:
+            return s.message
+    return None
 
 
 # ---- the scheduling cycle ------------------------------------------------------------------
@@ -209,18 +466,15 @@ def skip_pod(sched: Scheduler, info: QueuedPodInfo) -> bool:
     )
 
 
-def schedule_one(
-    sched: Scheduler, info: QueuedPodInfo, placed: Any = None, placed_seconds: float = 0.0
-) -> None:
-    """Run one scheduling cycle for ``info`` (popped from the queue). ``placed`` is the
-    pod's result from :func:`schedule_batch`'s Rust call and ``placed_seconds`` its even
-    share of that call's duration, counted in the attempt's latency."""
+def _begin(sched: Scheduler, info: QueuedPodInfo) -> Framework | None:
+    """The pod's framework, or None when the cycle skips the pod (no profile, being
+    deleted, already assumed or bound; the queue is told)."""
     pod = info.pod
     queue = sched.queue
     fw = sched.frameworks.get(pod.scheduler_name)
     if fw is None:
         queue.done(pod.uid)
-        return
+        return None
     if pod.deletion_timestamp is not None:
         sched.recorder.eventf(
             pod,
@@ -231,13 +485,23 @@ def schedule_one(
             fw.name,
         )
         queue.done(pod.uid)
-        return
-    cache = sched.cache
-    if cache.has_pod(pod.uid):
+        return None
+    if sched.cache.has_pod(pod.uid):
         # Already assumed or bound: skip, as upstream's skipPodSchedule does.
         queue.done(pod.uid)
-        return
+        return None
+    return fw
 
+
+def schedule_one(
+    sched: Scheduler, info: QueuedPodInfo, placed: Any = None, placed_seconds: float = 0.0
+) -> None:
+    """Run one scheduling cycle for ``info`` (popped from the queue). ``placed`` is the
+    pod's result from :func:`schedule_batch`'s Rust call and ``placed_seconds`` its even
+    share of that call's duration, counted in the attempt's latency."""
+    fw = _begin(sched, info)
+    if fw is None:
+        return
     start = _perf() - placed_seconds
     state = CycleState(record_plugin_metrics=_random() < _SAMPLE)
     node, status, _result = _place(sched, fw, info, state, placed)
@@ -252,7 +516,17 @@ def schedule_one(
     # The Rust call covers PreFilter, Filter, PreScore and Score; until it reports each
     # phase, its whole duration is recorded under Filter.
     fw.ok_filter.observe(elapsed)
+    _reserve_and_bind(sched, fw, info, state, node, start)
 
+
+def _reserve_and_bind(
+    sched: Scheduler, fw: Framework, info: QueuedPodInfo, state: CycleState, node: str, start: float
+) -> None:
+    """The rest of a cycle that chose ``node``: assume, Reserve, Permit, then spawn the
+    binding cycle (or unreserve, forget and report the failure)."""
+    pod = info.pod
+    queue = sched.queue
+    cache = sched.cache
     cache.assume(pod, info.compiled, node)
     if pod.uid in queue.nominator.by_uid:
         queue.nominator.delete(pod.uid)
@@ -298,9 +572,11 @@ def schedule_one(
 def batchable(sched: Scheduler, info: QueuedPodInfo) -> bool:
     """Whether ``info``'s profile lets pods be placed by one batched Rust call with the
     same outcome as one by one: no Python plugin that runs between placement and the
-    next pod (PreFilter/Filter/Score, Reserve, Permit)."""
+    next pod (PreFilter/Filter/Score, Reserve, Permit), and no extenders."""
     fw = sched.frameworks.get(info.pod.scheduler_name)
-    return fw is not None and not (fw.python_placement or fw.points.reserve or fw.points.permit)
+    return fw is not None and not (
+        fw.python_placement or fw.points.reserve or fw.points.permit or fw.extenders
+    )
 
 
 def schedule_batch(sched: Scheduler, infos: list[QueuedPodInfo]) -> None:
@@ -444,6 +720,31 @@ def record_failure(
 # ---- the binding cycle ---------------------------------------------------------------------
 
 
+async def _extenders_bind(
+    extenders: Sequence[Extender], pod: Any, node: str
+) -> tuple[bool, Status | None]:
+    """Upstream ``extendersBinding``: the first extender that binds and is interested in
+    the pod binds it (an ignorable one that fails passes the turn on). ``(False,
+    None)`` when none did: the Bind plugins bind."""
+    for ext in extenders:
+        if not ext.is_binder() or not ext.is_interested(pod):
+            continue
+        try:
+            await ext.bind(pod, node)
+        except Exception as exc:
+            if ext.is_ignorable():
+                log.info(
+                    "skipping extender %s in bind as it returned error and has ignorable "
+                    "flag set: %s",
+                    ext.name(),
+                    exc,
+                )
+                continue
+            return True, Status(Code.ERROR, str(exc))
+        return True, None
+    return False, None
+
+
 class Binder:
     """Runs binding cycles as tasks and tracks the ones in flight."""
 
@@ -494,7 +795,11 @@ class Binder:
             sched.queue.done(pod.uid)
         s = await fw.run_pre_bind(state, pod, node) if fw.points.pre_bind else None
         if s is None:
-            s = await fw.run_bind(state, pod, node)
+            bound = False
+            if fw.extenders:
+                bound, s = await _extenders_bind(fw.extenders, pod, node)
+            if not bound:
+                s = await fw.run_bind(state, pod, node)
         if s is not None:
             sched.stats.bind_errors += 1
             if s.code is not Code.SKIP and log.isEnabledFor(logging.WARNING):

@@ -25,7 +25,7 @@ import logging
 import socket
 import uuid
 from collections import Counter
-from collections.abc import Collection, Coroutine, Iterable, Mapping
+from collections.abc import Collection, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
 from ksched._core import CompiledPod, Snapshot
@@ -48,6 +48,7 @@ from ksched.backend.queue.cluster_event import (
 from ksched.client.informer import Informer
 from ksched.cluster import ClusterAPI
 from ksched.events import EventRecorder
+from ksched.framework.extender import Extender, HTTPExtender
 from ksched.framework.interface import NodeInfo, NodePod
 from ksched.framework.profile import Profile
 from ksched.framework.runtime import Framework, WaitingPodHandle, WaitingPods
@@ -56,8 +57,10 @@ from ksched.schedule_one import (
     Binder,
     SchedulingStats,
     batchable,
+    needs_extenders,
     schedule_batch,
     schedule_one,
+    schedule_one_async,
     skip_pod,
 )
 
@@ -158,6 +161,10 @@ class SchedulerHandle:
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         self._sched.background(coro)
 
+    @property
+    def extenders(self) -> Sequence[Extender]:
+        return self._sched.extenders
+
 
 class Scheduler:
     """Schedules the pods of its profiles on the cluster behind ``api``."""
@@ -173,22 +180,29 @@ class Scheduler:
         identity: str | None = None,
         event_qps: float | None = None,
         batch_size: int | None = None,
+        extenders: Sequence[Extender] = (),
     ) -> None:
         if not profiles:
             raise ValueError("at least one profile is required")
         self.api = api
+        #: Scheduler extenders (``KubeSchedulerConfiguration.extenders``), in order.
+        self.extenders: tuple[Extender, ...] = tuple(extenders)
         self.profiles = dict(profiles)
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
         self.metrics = SchedulerMetrics()
         self.cache = Cache(seed=seed)
         self.waiting_pods = WaitingPods()
         self.handle = SchedulerHandle(self)
+        for ext in self.extenders:
+            if isinstance(ext, HTTPExtender) and ext.node_pods is None:
+                ext.node_pods = self._node_pods
         self.frameworks: dict[str, Framework] = {
             name: Framework(
                 profile,
                 handle=self.handle,
                 metrics=self.metrics,
                 waiting_pods=self.waiting_pods,
+                extenders=self.extenders,
             )
             for name, profile in self.profiles.items()
         }
@@ -300,6 +314,12 @@ class Scheduler:
             snapshot.clear_nominated(pod.uid)
         else:
             snapshot.set_nominated(compile_pod(pod), node)
+
+    def _node_pods(self, node: str) -> list[Pod] | None:
+        """The pods the cache accounts on ``node``; None when the node is unknown."""
+        if node not in self.cache.nodes:
+            return None
+        return [p.pod for p in self.cache.pods_on_node(node)]
 
     def unclaimed_pods(self) -> Counter[str]:
         """Pending pods per schedulerName that no profile of this scheduler handles."""
@@ -564,7 +584,10 @@ class Scheduler:
                 info = await queue.pop()
                 if info is None:
                     break
-            if self.batch_size > 1:
+            if self.extenders and needs_extenders(self, info):
+                # HTTP calls: awaited, so informers and bindings go on meanwhile.
+                await schedule_one_async(self, info)
+            elif self.batch_size > 1:
                 schedule_batch(self, self._gather_batch(info))
             else:
                 schedule_one(self, info)
@@ -604,6 +627,8 @@ class Scheduler:
             await asyncio.gather(*list(self._background), return_exceptions=True)
         await self.recorder.drain()
         await self.recorder.close()
+        for ext in self.extenders:
+            ext.close()
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -8,7 +8,8 @@ placement summary computed from the snapshot's columns.
 
 ``--config FILE`` schedules with the profiles of a KubeSchedulerConfiguration, built
 exactly as ``ksched run`` builds them (:func:`ksched.profiles.build_profiles`,
-out-of-tree plugins included); the workloads' pods use ``default-scheduler``.
+out-of-tree plugins included); the workloads' pods use ``default-scheduler``. Its
+``extenders`` are called as ``ksched run`` calls them (they must be reachable).
 """
 
 from __future__ import annotations
@@ -18,14 +19,16 @@ import random
 import resource
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
 import numpy as np
 
 from ksched import aio
+from ksched.config import Extender as ExtenderConfig
 from ksched.config import load_config
+from ksched.framework.extender import build_extenders
 from ksched.framework.profile import DEFAULT_SCHEDULER_NAME, Profile, default_profile
 from ksched.framework.registry import default_registry
 from ksched.profiles import build_profiles
@@ -121,6 +124,14 @@ def load_profiles(path: str) -> dict[str, Profile]:
     Raises :class:`~ksched.config.ConfigError` or :class:`~ksched.profiles.ProfileError`,
     and ``ValueError`` when no profile handles the workloads' pods.
     """
+    return load_setup(path)[0]
+
+
+def load_setup(path: str) -> tuple[dict[str, Profile], list[ExtenderConfig]]:
+    """The profiles (as :func:`load_profiles`) and the extenders of the config file at
+    ``path``. Raises as :func:`load_profiles`, and
+    :class:`~ksched.framework.extender.ExtenderError` when an extender's TLS settings
+    cannot be loaded."""
     registry = default_registry()
     cfg = load_config(
         path, extra_plugins=registry.names(), extension_points=registry.extension_points()
@@ -131,7 +142,9 @@ def load_profiles(path: str) -> dict[str, Profile]:
             f"{path}: no profile handles the workload's pods (schedulerName "
             f"{DEFAULT_SCHEDULER_NAME}); profiles: {', '.join(profiles)}"
         )
-    return profiles
+    for ext in build_extenders(cfg.extenders):  # fail now on bad TLS settings
+        ext.close()
+    return profiles, list(cfg.extenders)
 
 
 async def run_simulation(
@@ -144,6 +157,7 @@ async def run_simulation(
     profiles: Mapping[str, Profile] | None = None,
     progress: TextIO | None = None,
     timeout: float = 600.0,
+    extenders: Sequence[ExtenderConfig] = (),
 ) -> SimReport:
     """Run one workload on a fresh embedded cluster and report the figures."""
     if workload not in WORKLOADS:
@@ -159,7 +173,12 @@ async def run_simulation(
     for i in range(existing_pods):
         cluster.create("pods", wl.existing_pod(i, node_names[i % len(node_names)], rng))
 
-    sched = Scheduler(cluster, profiles or {"default-scheduler": default_profile()}, seed=seed)
+    sched = Scheduler(
+        cluster,
+        profiles or {"default-scheduler": default_profile()},
+        seed=seed,
+        extenders=build_extenders(extenders),
+    )
     await sched.start()
     aio.tune_gc()
     loop_task = asyncio.get_running_loop().create_task(sched.run())
@@ -237,9 +256,11 @@ def run(
     seed: int | None = None,
     profiles: Mapping[str, Profile] | None = None,
     progress: bool = True,
+    extenders: Sequence[ExtenderConfig] = (),
 ) -> SimReport:
     """Synchronous entry point (uses uvloop when installed)."""
     coro = run_simulation(
+        extenders=extenders,
         nodes=nodes,
         pods=pods,
         existing_pods=existing_pods,

@@ -119,6 +119,7 @@ if TYPE_CHECKING:
     from ksched._core import CompiledPod, Snapshot
     from ksched.backend.queue import QueuedPodInfo
     from ksched.cluster import ClusterAPI
+    from ksched.framework.extender import Extender
     from ksched.framework.runtime import Framework
     from ksched.metrics import SchedulerMetrics
 
@@ -480,6 +481,12 @@ class Handle(Protocol):
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run API work in the background; shutdown waits for it."""
+        ...
+
+    @property
+    def extenders(self) -> Sequence[Extender]:
+        """The configured scheduler extenders, in order; empty when there are none
+        (upstream ``Handle.Extenders``). See :mod:`ksched.framework.extender`."""
         ...
 
 

@@ -36,6 +36,7 @@ from ksched.backend.queue.queue import SortKey, priority_sort_key
 from ksched.framework.builtin_events import ALL_EVENTS, events_for
 from ksched.framework.builtins import default_plugins
 from ksched.framework.cycle_state import CycleState
+from ksched.framework.extender import EXTENDER_NAME, Extender
 from ksched.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -207,8 +208,11 @@ class Framework:
         score_weights: Mapping[str, int] | None = None,
         call_later: CallLater | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        extenders: Sequence[Extender] = (),
     ) -> None:
         self.profile = profile
+        #: The scheduler's extenders (the same for every profile, as upstream).
+        self.extenders: tuple[Extender, ...] = tuple(extenders)
         self.name = profile.scheduler_name
         self.metrics = metrics or SchedulerMetrics()
         self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
@@ -306,6 +310,9 @@ class Framework:
                 fn = getattr(p, "events_to_register", None)
                 regs = list(fn()) if callable(fn) else list(ALL_EVENTS)
                 out.extend((p.name, reg) for reg in regs)
+        if self.extenders:
+            # Extenders register no events: a pod they rejected is retried on any.
+            out.extend((EXTENDER_NAME, reg) for reg in ALL_EVENTS)
         return out
 
     # ---- metrics -------------------------------------------------------------------

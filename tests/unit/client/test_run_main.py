@@ -9,7 +9,12 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from ksched import _core
-from ksched.config import KubeSchedulerConfiguration, load_config_bytes
+from ksched.config import (
+    Extender,
+    ExtenderTLSConfig,
+    KubeSchedulerConfiguration,
+    load_config_bytes,
+)
 from ksched.run import (
     RunError,
     RunOptions,
@@ -82,9 +87,16 @@ def test_flags_override_the_file_and_unsupported_features_are_refused() -> None:
         check_supported(c)
     c = resolve_config(RunOptions(leader_elect=False))
     check_supported(c)
-    c.extenders.append(object())  # type: ignore[arg-type]
-    with pytest.raises(RunError, match="extenders"):
-        check_supported(c)
+    c.extenders.append(Extender(url_prefix="http://127.0.0.1:1", filter_verb="filter"))
+    check_supported(c)  # extenders are supported...
+    c.extenders.append(
+        Extender(
+            url_prefix="https://127.0.0.1:1",
+            tls_config=ExtenderTLSConfig(insecure=True, ca_file="/nonexistent/ca.crt"),
+        )
+    )
+    with pytest.raises(RunError, match="insecure flag is not allowed"):
+        check_supported(c)  # ...but one whose TLS settings cannot be loaded stops the run
 
 
 async def test_stop_finishes_bindings_in_flight_and_takes_no_new_pods() -> None:

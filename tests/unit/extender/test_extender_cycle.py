@@ -1,0 +1,446 @@
+"""Scheduling with extenders, end to end on the embedded cluster: a real extender on
+loopback HTTP filters, prioritizes and binds; failures follow upstream's rules; the
+event loop keeps running while an extender answers.
+
+Waits poll for an outcome with a generous deadline; nothing asserts on timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from ksched import schedule_one
+from ksched.config import Duration, Extender, ExtenderManagedResource
+from ksched.framework.extender import EXTENDER_NAME, HTTPExtender
+from ksched.framework.profile import default_profile
+from ksched.scheduler import Scheduler
+from ksched.sim import InMemoryCluster
+from ksched.sim.workloads import make_node, make_pod
+from tests.unit.extender.fake_extender import FakeExtender, names_of
+
+PROFILE = "default-scheduler"
+
+
+async def wait_for(cond: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not cond():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.002)
+
+
+def cluster_with(*nodes: str) -> InMemoryCluster:
+    c = InMemoryCluster()
+    for n in nodes:
+        c.create("nodes", make_node(n))
+    return c
+
+
+def node_of(c: InMemoryCluster, name: str) -> str | None:
+    pod = c.get("pods", f"default/{name}")
+    return None if pod is None else pod["spec"].get("nodeName")
+
+
+def condition(c: InMemoryCluster, name: str) -> dict[str, Any] | None:
+    pod = c.get("pods", f"default/{name}") or {}
+    return next(
+        (x for x in pod.get("status", {}).get("conditions", []) if x.get("type") == "PodScheduled"),
+        None,
+    )
+
+
+def extender(url: str, **kw: Any) -> HTTPExtender:
+    kw.setdefault("http_timeout", Duration.seconds(5))
+    return HTTPExtender(Extender(url_prefix=url, **kw))
+
+
+class Running:
+    def __init__(self, cluster: InMemoryCluster, *extenders: HTTPExtender) -> None:
+        self.sched = Scheduler(cluster, {PROFILE: default_profile()}, seed=1, extenders=extenders)
+
+    async def __aenter__(self) -> Scheduler:
+        await self.sched.start()
+        self.task = asyncio.get_running_loop().create_task(self.sched.run())
+        return self.sched
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.sched.shutdown()
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+
+
+def keep_only(*keep: str, failed: str = "rejected by the extender") -> Callable[[Any], Any]:
+    def answer(args: Any) -> Any:
+        names = names_of(args)
+        return {
+            "NodeNames": [n for n in names if n in keep],
+            "FailedNodes": {n: failed for n in names if n not in keep},
+        }
+
+    return answer
+
+
+# ---- filter -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cache_capable", [False, True], ids=["node-objects", "node-names"])
+async def test_pods_land_only_on_nodes_the_extender_keeps(cache_capable: bool):
+    c = cluster_with("n1", "n2", "n3", "n4")
+    async with FakeExtender() as fake:
+        if cache_capable:
+            fake.handlers["filter"] = keep_only("n3", "n4")
+        else:
+            fake.handlers["filter"] = lambda a: {
+                "Nodes": {"items": [i for i in a["Nodes"]["items"] if i["metadata"]["name"] > "n2"]}
+            }
+        ext = extender(fake.url, filter_verb="filter", node_cache_capable=cache_capable)
+        async with Running(c, ext) as sched:
+            for i in range(8):
+                c.create("pods", make_pod(f"p{i}"))
+            await wait_for(lambda: sched.stats.bound == 8)
+        assert {node_of(c, f"p{i}") for i in range(8)} == {"n3", "n4"}
+        assert len(fake.calls("filter")) == 8
+        # Every call got the nodes that passed the built-in filters.
+        assert sorted(names_of(fake.calls("filter")[0])) == ["n1", "n2", "n3", "n4"]
+
+
+async def test_rejection_by_every_node_reports_filters_and_extender_reasons_and_retries():
+    c = cluster_with("n1", "n2", "n3")
+    c.create("nodes", make_node("cordoned", unschedulable=True))
+    async with FakeExtender() as fake:
+        fake.handlers["filter"] = lambda a: {
+            "NodeNames": [],
+            "FailedNodes": {"n1": "no license", "n2": "no license"},
+            "FailedAndUnresolvableNodes": {"n3": "retired"},
+        }
+        ext = extender(fake.url, filter_verb="filter", node_cache_capable=True)
+        async with Running(c, ext) as sched:
+            c.create("pods", make_pod("p"))
+            await wait_for(lambda: condition(c, "p") is not None)
+            cond = condition(c, "p")
+            assert cond is not None and cond["reason"] == "Unschedulable"
+            assert cond["message"].startswith(
+                "0/4 nodes are available: 1 node(s) were unschedulable, 1 retired, 2 no license."
+            )
+            info = sched.queue.infos()
+            assert [i.pod.name for i in info] == ["p"]
+            assert EXTENDER_NAME in info[0].unschedulable_plugins
+            # Extenders register no events: any event retries the pod.
+            fake.handlers["filter"] = keep_only("n9")
+            c.create("nodes", make_node("n9"))
+            await wait_for(lambda: node_of(c, "p") == "n9")
+
+
+# ---- prioritize -------------------------------------------------------------------------
+
+
+PREFER_N1 = {
+    "affinity": {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 50,
+                    "preference": {
+                        "matchExpressions": [
+                            {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}
+                        ]
+                    },
+                }
+            ]
+        }
+    }
+}
+
+
+async def test_extender_scores_are_weighted_scaled_and_added_to_the_plugin_scores():
+    """NodeAffinity gives n1 100 x weight 2 = 200. Extender a gives n2 10 x weight 3 x
+    (100/10) = 300, extender b n2 5 x 1 x 10 = 50 and n3 100: n2 wins with 350. Without
+    the scaling (35) or the weights (150), n1 would."""
+    c = cluster_with("n1", "n2", "n3")
+    async with FakeExtender() as a, FakeExtender() as b:
+        a.handlers["prioritize"] = lambda args: [
+            {"Host": n, "Score": 10 if n == "n2" else 0} for n in names_of(args)
+        ]
+        b.handlers["prioritize"] = lambda args: [
+            {"Host": n, "Score": {"n2": 5, "n3": 10}.get(n, 0)} for n in names_of(args)
+        ]
+        exts = (
+            extender(a.url, prioritize_verb="prioritize", weight=3),
+            extender(b.url, prioritize_verb="prioritize", weight=1, node_cache_capable=True),
+        )
+        async with Running(c, *exts) as sched:
+            c.create("pods", make_pod("p", extra_spec=PREFER_N1))
+            await wait_for(lambda: sched.stats.bound == 1)
+        assert node_of(c, "p") == "n2"
+        assert len(a.calls("prioritize")) == len(b.calls("prioritize")) == 1
+    # Without extenders the affinity decides.
+    c = cluster_with("n1", "n2", "n3")
+    async with Running(c) as sched:
+        c.create("pods", make_pod("p", extra_spec=PREFER_N1))
+        await wait_for(lambda: sched.stats.bound == 1)
+    assert node_of(c, "p") == "n1"
+
+
+async def test_a_single_feasible_node_is_chosen_without_prioritizing():
+    c = cluster_with("n1", "n2")
+    async with FakeExtender() as fake:
+        fake.handlers["filter"] = keep_only("n2")
+        fake.handlers["prioritize"] = lambda args: []
+        ext = extender(
+            fake.url,
+            filter_verb="filter",
+            prioritize_verb="prioritize",
+            weight=1,
+            node_cache_capable=True,
+        )
+        async with Running(c, ext) as sched:
+            c.create("pods", make_pod("p"))
+            await wait_for(lambda: sched.stats.bound == 1)
+    assert node_of(c, "p") == "n2"
+    assert fake.calls("prioritize") == []
+
+
+async def test_ties_among_the_best_totals_are_broken_at_random(monkeypatch: pytest.MonkeyPatch):
+    seen: list[list[str]] = []
+
+    def choice(seq: list[str]) -> str:
+        seen.append(sorted(seq))
+        return seq[-1]
+
+    monkeypatch.setattr(schedule_one.random, "choice", choice)
+    c = cluster_with("n1", "n2", "n3")
+    async with FakeExtender() as fake:
+        fake.handlers["prioritize"] = lambda args: [
+            {"Host": n, "Score": 0 if n == "n2" else 10} for n in names_of(args)
+        ]
+        ext = extender(fake.url, prioritize_verb="prioritize", weight=5)
+        async with Running(c, ext) as sched:
+            c.create("pods", make_pod("p"))
+            await wait_for(lambda: sched.stats.bound == 1)
+    assert seen == [["n1", "n3"]]
+    assert node_of(c, "p") in ("n1", "n3")
+
+
+async def test_prioritize_errors_are_ignored():
+    c = cluster_with("n1", "n2")
+    async with FakeExtender() as fake:
+        fake.handlers["prioritize"] = lambda args: (500, b"boom")
+        ext = extender(fake.url, prioritize_verb="prioritize", weight=1)
+        async with Running(c, ext) as sched:
+            c.create("pods", make_pod("p"))
+            await wait_for(lambda: sched.stats.bound == 1)
+        assert sched.stats.errors == 0
+
+
+# ---- interest ---------------------------------------------------------------------------
+
+
+async def test_only_pods_requesting_a_managed_resource_are_sent_to_the_extender():
+    c = InMemoryCluster()
+    node = make_node("n1")
+    for part in ("capacity", "allocatable"):
+        node["status"][part]["example.com/gpu"] = "4"
+    c.create("nodes", node)
+    async with FakeExtender() as fake:
+        fake.handlers["filter"] = keep_only()
+        ext = extender(
+            fake.url,
+            filter_verb="filter",
+            managed_resources=[ExtenderManagedResource(name="example.com/gpu")],
+        )
+        async with Running(c, ext) as sched:
+            c.create("pods", make_pod("plain"))
+            gpu = make_pod("gpu")
+            gpu["spec"]["containers"][0]["resources"]["limits"]["example.com/gpu"] = "1"
+            c.create("pods", gpu)
+            await wait_for(lambda: node_of(c, "plain") == "n1" and condition(c, "gpu") is not None)
+            assert sched.stats.unschedulable >= 1
+    # (The gpu pod is retried when "plain" binds: extenders register every event.)
+    assert {a["Pod"]["metadata"]["name"] for a in fake.calls("filter")} == {"gpu"}
+
+
+# ---- failures ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("failure", ["unreachable", "timeout", "error-answer"])
+async def test_a_failing_ignorable_extender_is_skipped(failure: str):
+    c = cluster_with("n1")
+    async with FakeExtender() as fake:
+
+        async def slow(args: Any) -> Any:
+            await asyncio.sleep(2)
+            return keep_only()(args)
+
+        fake.handlers["filter"] = {
+            "timeout": slow,
+            "error-answer": lambda a: {"Error": "license server down"},
+            "unreachable": keep_only(),
+        }[failure]
+        url = fake.url if failure != "unreachable" else "http://127.0.0.1:1/ext"
+        ext = extender(
+            url, filter_verb="filter", ignorable=True, http_timeout=Duration(200_000_000)
+        )
+        async with Running(c, ext) as sched:
+            c.create("pods", make_pod("p"))
+            await wait_for(lambda: sched.stats.bound == 1)
+    assert node_of(c, "p") == "n1"
+
+
+@pytest.mark.parametrize(
+    ("failure", "message"),
+    [
+        ("unreachable", 'Post "http://127.0.0.1:1/ext/filter": connect: connection refused'),
+        ("timeout", "Client.Timeout exceeded while awaiting headers"),
+        ("error-answer", "license server down"),
+    ],
+)
+async def test_a_failing_extender_fails_the_attempt_with_an_error(failure: str, message: str):
+    c = cluster_with("n1")
+    async with FakeExtender() as fake:
+
+        async def slow(args: Any) -> Any:
+            await asyncio.sleep(2)
+            return keep_only("n1")(args)
+
+        fake.handlers["filter"] = {
+            "timeout": slow,
+            "error-answer": lambda a: {"Error": "license server down"},
+            "unreachable": keep_only("n1"),
+        }[failure]
+        url = fake.url if failure != "unreachable" else "http://127.0.0.1:1/ext"
+        ext = extender(url, filter_verb="filter", http_timeout=Duration(200_000_000))
+        async with Running(c, ext) as sched:
+            c.create("pods", make_pod("p"))
+            await wait_for(lambda: condition(c, "p") is not None)
+            cond = condition(c, "p")
+            assert cond is not None and cond["reason"] == "SchedulerError"
+            assert message in cond["message"]
+            assert sched.stats.errors >= 1 and sched.stats.bound == 0
+
+
+# ---- bind -------------------------------------------------------------------------------
+
+
+async def test_an_interested_binder_extender_binds_instead_of_the_default_binder():
+    c = cluster_with("n1")
+    async with FakeExtender() as fake:
+
+        def bind(args: Any) -> Any:
+            pod = c.get("pods", f"{args['PodNamespace']}/{args['PodName']}")
+            assert pod is not None and pod["metadata"]["uid"] == args["PodUID"]
+            c.update("pods", {**pod, "spec": {**pod["spec"], "nodeName": args["Node"]}})
+            return {"Error": ""}
+
+        fake.handlers["bind"] = bind
+        async with Running(c, extender(fake.url, bind_verb="bind")) as sched:
+            c.create("pods", make_pod("p"))
+            await wait_for(lambda: sched.stats.bound == 1)
+    assert node_of(c, "p") == "n1"
+    assert c.bind_calls == 0  # DefaultBinder never ran
+    assert fake.calls("bind") == [
+        {
+            "PodName": "p",
+            "PodNamespace": "default",
+            "PodUID": c.get("pods", "default/p")["metadata"]["uid"],  # type: ignore[index]
+            "Node": "n1",
+        }
+    ]
+
+
+async def test_a_failing_binder_extender_fails_the_binding_unless_ignorable():
+    c = cluster_with("n1")
+    async with FakeExtender() as fake:
+        fake.handlers["bind"] = lambda a: {"Error": "fenced"}
+        async with Running(c, extender(fake.url, bind_verb="bind")) as sched:
+            c.create("pods", make_pod("p"))
+            await wait_for(lambda: sched.stats.bind_errors >= 1)
+            assert node_of(c, "p") is None
+            cond = condition(c, "p")
+            assert cond is not None and cond["message"] == "fenced"
+    c = cluster_with("n1")
+    async with FakeExtender() as fake:
+        fake.handlers["bind"] = lambda a: {"Error": "fenced"}
+        ignorable = extender(fake.url, bind_verb="bind", ignorable=True)
+        async with Running(c, ignorable) as sched:
+            c.create("pods", make_pod("p"))
+            await wait_for(lambda: sched.stats.bound == 1)
+    assert c.bind_calls == 1  # DefaultBinder took over
+
+
+# ---- the event loop and a moving world ------------------------------------------------
+
+
+async def test_the_loop_runs_while_an_extender_answers_and_a_node_deleted_meanwhile_is_not_used():
+    c = cluster_with("n1")
+    release = asyncio.Event()
+    async with FakeExtender() as fake:
+
+        async def stalled(args: Any) -> Any:
+            await release.wait()
+            return keep_only("n1")(args)
+
+        fake.handlers["filter"] = stalled
+        ext = extender(fake.url, filter_verb="filter", node_cache_capable=True)
+        async with Running(c, ext) as sched:
+            c.create("pods", make_pod("p"))
+            await wait_for(lambda: len(fake.calls("filter")) == 1)
+            # The informers keep going while the cycle waits for the extender.
+            c.delete("nodes", "n1")
+            c.create("nodes", make_node("n2"))
+            await wait_for(lambda: "n2" in sched.cache.nodes and "n1" not in sched.cache.nodes)
+            release.set()
+            await wait_for(lambda: condition(c, "p") is not None)
+            cond = condition(c, "p")
+            assert cond is not None and cond["reason"] == "SchedulerError"
+            assert 'node "n1" changed while the extenders were called' in cond["message"]
+            assert sched.cache.num_assumed() == 0
+            # Retried after backoff: the extender now sees (and keeps) n2.
+            fake.handlers["filter"] = keep_only("n2")
+            await wait_for(lambda: node_of(c, "p") == "n2")
+
+
+async def test_a_pod_deleted_while_the_extender_answers_is_dropped():
+    c = cluster_with("n1")
+    release = asyncio.Event()
+    async with FakeExtender() as fake:
+
+        async def stalled(args: Any) -> Any:
+            await release.wait()
+            return keep_only("n1")(args)
+
+        fake.handlers["filter"] = stalled
+        ext = extender(fake.url, filter_verb="filter", node_cache_capable=True)
+        async with Running(c, ext) as sched:
+            c.create("pods", make_pod("p"))
+            await wait_for(lambda: len(fake.calls("filter")) == 1)
+            c.delete("pods", "default/p")
+            await asyncio.sleep(0.05)
+            release.set()
+            c.create("pods", make_pod("q"))
+            fake.handlers["filter"] = keep_only("n1")
+            await wait_for(lambda: node_of(c, "q") == "n1")
+            await wait_for(lambda: sched.cache.num_assumed() == 0)
+            assert sched.stats.errors == 0
+    assert c.bind_calls == 1  # q only
+
+
+# ---- the handle -------------------------------------------------------------------------
+
+
+async def test_the_handle_lists_the_extenders_and_the_queue_knows_their_name():
+    c = cluster_with("n1")
+    ext = extender("http://127.0.0.1:1", preempt_verb="preempt")
+    sched = Scheduler(c, {PROFILE: default_profile()}, extenders=[ext])
+    assert list(sched.handle.extenders) == [ext]
+    assert ext.supports_preemption() and ext.name() == "http://127.0.0.1:1"
+    regs = sched.frameworks[PROFILE].enqueue_registrations()
+    assert any(name == EXTENDER_NAME for name, _ in regs)
+    plain = Scheduler(c, {PROFILE: default_profile()})
+    assert list(plain.handle.extenders) == []
+    assert all(
+        name != EXTENDER_NAME for name, _ in plain.frameworks[PROFILE].enqueue_registrations()
+    )
