@@ -670,8 +670,36 @@ impl Snapshot {
 
     /// One scheduling attempt. `keep_scores` keeps every scored node's total (for
     /// diagnostics); the hot path passes false.
-    pub fn schedule(&mut self, pod: &CompiledPod, profile: &Profile, keep_scores: bool) -> Outcome {
+    ///
+    /// A pod nominated to a node (`status.nominatedNodeName`, set after it preempted) is
+    /// tried there first, as upstream's `evaluateNominatedNode`: when that node passes
+    /// every Filter it is chosen without looking at other nodes or scoring, and the
+    /// start index does not move. `use_nomination` false skips this (the caller runs
+    /// filters of its own on the nominated node first).
+    pub fn schedule(
+        &mut self,
+        pod: &CompiledPod,
+        profile: &Profile,
+        keep_scores: bool,
+        use_nomination: bool,
+    ) -> Outcome {
         let st = self.prefilter(pod, profile);
+        if use_nomination && st.prefilter_reject.is_none() && !pod.nominated_node_name.is_empty() {
+            let nominated = self
+                .slot_of(&pod.nominated_node_name)
+                .filter(|&s| self.has_node[s as usize]);
+            if let Some(slot) = nominated {
+                if self.filter_node(profile, &st, slot).is_none() {
+                    return Outcome {
+                        chosen: Some(slot),
+                        evaluated_nodes: 1,
+                        feasible_nodes: 1,
+                        num_all_nodes: self.num_nodes(),
+                        ..Outcome::default()
+                    };
+                }
+            }
+        }
         self.ensure_order();
         let order = std::mem::take(&mut self.order);
         let mut out = self.schedule_with(&order, profile, &st, keep_scores);

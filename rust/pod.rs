@@ -31,6 +31,9 @@ pub struct CompiledPod {
     pub non_zero_memory: i64,
     /// `spec.nodeName` of a pod that names its node ("" when not set).
     pub node_name: String,
+    /// `status.nominatedNodeName`: where preemption made room for the pod ("" when not
+    /// set); an attempt tries that node first.
+    pub nominated_node_name: String,
     pub tolerations: Vec<Toleration>,
     pub labels: Vec<(String, String)>,
     pub priority: i32,
@@ -82,7 +85,7 @@ impl CompiledPod {
     #[new]
     #[pyo3(signature = (
         uid, namespace, name, *, requests, non_zero_cpu, non_zero_memory,
-        node_name = String::new(), tolerations = Vec::new(), labels = None, priority = 0,
+        node_name = String::new(), nominated_node_name = String::new(), tolerations = Vec::new(), labels = None, priority = 0,
         node_selector = None, affinity = None, host_ports = Vec::new(), images = Vec::new(),
         topology_spread_constraints = None, default_spread_selector = None, deleting = false,
         start_time = None
@@ -97,6 +100,7 @@ impl CompiledPod {
         non_zero_cpu: i64,
         non_zero_memory: i64,
         node_name: String,
+        nominated_node_name: String,
         tolerations: Vec<(String, String, String, String)>,
         labels: Option<&Bound<'_, PyDict>>,
         priority: i32,
@@ -229,6 +233,7 @@ impl CompiledPod {
             non_zero_cpu,
             non_zero_memory,
             node_name,
+            nominated_node_name,
             tolerations: tols,
             labels: lbls,
             priority,
@@ -286,6 +291,7 @@ impl CompiledPod {
             self.non_zero_cpu,
             self.non_zero_memory,
             self.priority,
+            &self.nominated_node_name,
             &self.node_selector,
             &self.host_ports,
             &self.images,

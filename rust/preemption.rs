@@ -30,6 +30,7 @@
 
 use ahash::AHashSet;
 use pyo3::prelude::*;
+use rayon::prelude::*;
 
 use crate::cycle::PodState;
 use crate::plugins::node_resources_fit::Freed;
@@ -40,8 +41,20 @@ use crate::selector::Selector;
 use crate::snapshot::{PodRecord, Snapshot};
 
 pub const ERR_NO_VICTIMS: &str = "No preemption victims found for incoming pod";
+/// Nodes evaluated per step of the arithmetic dry run.
+const WAVE: usize = 512;
+/// Waves at least this large are evaluated in parallel, in chunks of `PARALLEL_CHUNK`.
+const PARALLEL_MIN_WAVE: usize = 256;
+const PARALLEL_CHUNK: usize = 128;
 /// `MaxInt32 + 1`, added to every victim's priority before summing (upstream).
 const PRIORITY_OFFSET: i64 = 1 << 31;
+
+/// Per-thread buffers of the arithmetic dry run (one node's pods and freed room).
+#[derive(Default)]
+struct Scratch {
+    pods: Vec<u32>,
+    freed: Freed,
+}
 
 /// What the dry run reads of a `policy/v1` PodDisruptionBudget.
 #[derive(Debug)]
@@ -114,59 +127,104 @@ impl Snapshot {
         let mut non_violating: Vec<Candidate> = Vec::new();
         let mut violating: Vec<Candidate> = Vec::new();
         let n = potential.len();
-        for i in 0..n {
-            let slot = potential[(offset + i) % n];
-            out.examined += 1;
-            let found = if let Some((plugin, _)) = &st.prefilter_reject {
-                Err(NotCandidate::Rejected(Reject {
-                    plugin: *plugin,
-                    unresolvable: true,
-                    detail: 0,
-                }))
-            } else if st.allowed.as_ref().is_some_and(|a| !a.contains(&slot)) {
-                Err(NotCandidate::Rejected(Reject {
-                    plugin: Plugin::NodeAffinity,
-                    unresolvable: true,
-                    detail: DETAIL_NOT_IN_PREFILTER_RESULT,
-                }))
-            } else if arithmetic {
-                self.victims_by_arithmetic(profile, &st, slot, pdbs, now)
-            } else {
-                self.victims_by_detaching(pod, profile, slot, pdbs, now)
-            };
-            match found {
-                Ok(c) => {
-                    let target = if c.num_pdb_violations == 0 {
-                        &mut non_violating
-                    } else {
-                        &mut violating
-                    };
-                    if target.len() < num_candidates {
-                        target.push(c);
-                    }
-                    if !non_violating.is_empty()
-                        && non_violating.len() + violating.len() >= num_candidates
-                    {
-                        break;
-                    }
+        let mut pos = 0;
+        'waves: while pos < n {
+            // Arithmetic leaves the snapshot alone, so a wave of nodes is evaluated in
+            // parallel; its results are then taken in order, as if nodes were examined
+            // one by one (the nodes after the stopping point are simply discarded).
+            let wave = if arithmetic { WAVE.min(n - pos) } else { 1 };
+            let slots = (pos..pos + wave).map(|i| potential[(offset + i) % n]);
+            let results: Vec<(u32, Result<Candidate, NotCandidate>)> = if arithmetic {
+                let slots: Vec<u32> = slots.collect();
+                let eval = |scratch: &mut Scratch, slot: u32| {
+                    (
+                        slot,
+                        self.node_by_arithmetic(profile, &st, slot, pdbs, now, scratch),
+                    )
+                };
+                if wave >= PARALLEL_MIN_WAVE {
+                    slots
+                        .par_iter()
+                        .with_min_len(PARALLEL_CHUNK)
+                        .map_init(Scratch::default, |sc, &slot| eval(sc, slot))
+                        .collect()
+                } else {
+                    let mut sc = Scratch::default();
+                    slots.iter().map(|&slot| eval(&mut sc, slot)).collect()
                 }
-                Err(why) => out.rejected.push((slot, why)),
+            } else {
+                slots
+                    .map(|slot| {
+                        (
+                            slot,
+                            self.node_by_detaching(pod, profile, &st, slot, pdbs, now),
+                        )
+                    })
+                    .collect()
+            };
+            for (slot, found) in results {
+                out.examined += 1;
+                match found {
+                    Ok(c) => {
+                        let target = if c.num_pdb_violations == 0 {
+                            &mut non_violating
+                        } else {
+                            &mut violating
+                        };
+                        if target.len() < num_candidates {
+                            target.push(c);
+                        }
+                        if !non_violating.is_empty()
+                            && non_violating.len() + violating.len() >= num_candidates
+                        {
+                            break 'waves;
+                        }
+                    }
+                    Err(why) => out.rejected.push((slot, why)),
+                }
             }
+            pos += wave;
         }
         non_violating.append(&mut violating);
         out.candidates = non_violating;
         (out, st)
     }
 
-    /// The potential victims on `slot`, most important first (ties by uid), as pod
-    /// indices.
-    fn potential_victims(&self, slot: u32, priority: i32, now: f64) -> Vec<u32> {
-        let mut out: Vec<u32> = self.node_pods[slot as usize]
-            .iter()
-            .copied()
-            .filter(|&idx| self.record(idx).priority < priority)
-            .collect();
-        out.sort_by(|&a, &b| {
+    /// What every node's evaluation starts with: PreFilter rejections and PreFilter
+    /// results apply to the node whatever its pods.
+    fn prefilter_verdict(st: &PodState, slot: u32) -> Option<NotCandidate> {
+        if let Some((plugin, _)) = &st.prefilter_reject {
+            return Some(NotCandidate::Rejected(Reject {
+                plugin: *plugin,
+                unresolvable: true,
+                detail: 0,
+            }));
+        }
+        if st.allowed.as_ref().is_some_and(|a| !a.contains(&slot)) {
+            return Some(NotCandidate::Rejected(Reject {
+                plugin: Plugin::NodeAffinity,
+                unresolvable: true,
+                detail: DETAIL_NOT_IN_PREFILTER_RESULT,
+            }));
+        }
+        None
+    }
+
+    /// The lower-priority pods on `slot`, in the node's order, into `out`.
+    fn lower_priority_pods(&self, slot: u32, priority: i32, out: &mut Vec<u32>) {
+        out.clear();
+        out.extend(
+            self.node_pods[slot as usize]
+                .iter()
+                .copied()
+                .filter(|&idx| self.record(idx).priority < priority),
+        );
+    }
+
+    /// Most important first: higher priority, then earlier start (`now` for pods that
+    /// have not started), then uid.
+    fn sort_by_importance(&self, pods: &mut [u32], now: f64) {
+        pods.sort_by(|&a, &b| {
             let (a, b) = (self.record(a), self.record(b));
             b.priority
                 .cmp(&a.priority)
@@ -177,7 +235,6 @@ impl Snapshot {
                 )
                 .then_with(|| a.uid.cmp(&b.uid))
         });
-        out
     }
 
     #[inline]
@@ -235,54 +292,69 @@ impl Snapshot {
     }
 
     /// The candidate on `slot` with the node's pods freed arithmetically.
-    fn victims_by_arithmetic(
+    fn node_by_arithmetic(
         &self,
         profile: &Profile,
         st: &PodState,
         slot: u32,
         pdbs: &[Pdb],
         now: f64,
+        scratch: &mut Scratch,
     ) -> Result<Candidate, NotCandidate> {
-        let potential = self.potential_victims(slot, st.priority, now);
-        if potential.is_empty() {
+        if let Some(why) = Self::prefilter_verdict(st, slot) {
+            return Err(why);
+        }
+        let Scratch { pods, freed } = scratch;
+        self.lower_priority_pods(slot, st.priority, pods);
+        if pods.is_empty() {
             return Err(NotCandidate::NoVictims);
         }
-        let mut freed = Freed::default();
-        for &idx in &potential {
+        freed.pods = 0;
+        freed.amounts.clear();
+        for &idx in pods.iter() {
             freed.add(&self.record(idx).requests, 1);
         }
-        if let Some(r) = self.filter_node_freed(profile, st, slot, &freed) {
+        if let Some(r) = self.filter_node_freed(profile, st, slot, freed) {
             return Err(NotCandidate::Rejected(r));
         }
-        let (ordered, num_violating) = self.split_by_pdb(potential, pdbs);
+        self.sort_by_importance(pods, now);
+        let (ordered, num_violating) = self.split_by_pdb(std::mem::take(pods), pdbs);
         let mut victims = Vec::new();
         let mut violations = 0;
         for (k, &idx) in ordered.iter().enumerate() {
             let rec = self.record(idx);
             freed.add(&rec.requests, -1);
-            if self.filter_node_freed(profile, st, slot, &freed).is_some() {
+            if self.filter_node_freed(profile, st, slot, freed).is_some() {
                 freed.add(&rec.requests, 1);
                 victims.push(self.victim(rec, now));
                 violations += usize::from(k < num_violating);
             }
         }
-        self.candidate(slot, victims, violations, num_violating, ordered.len())
+        let num_potential = ordered.len();
+        *pods = ordered;
+        self.candidate(slot, victims, violations, num_violating, num_potential)
     }
 
     /// The candidate on `slot` with the node's pods really taken off the snapshot (and
     /// the PreFilter state recomputed at every step); every record is put back.
-    fn victims_by_detaching(
+    fn node_by_detaching(
         &mut self,
         pod: &CompiledPod,
         profile: &Profile,
+        st: &PodState,
         slot: u32,
         pdbs: &[Pdb],
         now: f64,
     ) -> Result<Candidate, NotCandidate> {
-        let potential = self.potential_victims(slot, pod.priority, now);
+        if let Some(why) = Self::prefilter_verdict(st, slot) {
+            return Err(why);
+        }
+        let mut potential = Vec::new();
+        self.lower_priority_pods(slot, pod.priority, &mut potential);
         if potential.is_empty() {
             return Err(NotCandidate::NoVictims);
         }
+        self.sort_by_importance(&mut potential, now);
         let (ordered, num_violating) = self.split_by_pdb(potential, pdbs);
         let mut detached: Vec<Option<PodRecord>> =
             ordered.iter().map(|&idx| self.detach(idx)).collect();

@@ -50,6 +50,7 @@ class CompiledPod:
         non_zero_cpu: int,
         non_zero_memory: int,
         node_name: str = ...,
+        nominated_node_name: str = ...,
         tolerations: list[tuple[str, str, str, str]] = ...,
         labels: dict[str, str] | None = None,
         priority: int = 0,
@@ -173,8 +174,14 @@ class Snapshot:
     def remove_pod(self, uid: str) -> bool: ...
     def is_assumed(self, uid: str) -> bool | None: ...
     def schedule(
-        self, pod: CompiledPod, profile: Profile, explain: bool = False
-    ) -> ScheduleResult: ...
+        self,
+        pod: CompiledPod,
+        profile: Profile,
+        explain: bool = False,
+        use_nomination: bool = True,
+    ) -> ScheduleResult:
+        """One attempt; a pod with ``status.nominatedNodeName`` is tried on that node
+        first (unless ``use_nomination`` is false) and placed there when it fits."""
     def schedule_batch(self, pods: list[CompiledPod], profile: Profile) -> list[ScheduleResult]:
         """Place pods in order as successive ``schedule`` calls would (each placed pod
         accounted before the next); accounting is undone before returning."""

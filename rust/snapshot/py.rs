@@ -394,16 +394,18 @@ impl Snapshot {
 
     /// Run Filter and Score for `pod` over the snapshot and pick a node. The GIL is
     /// released while nodes are examined. With `explain`, the result keeps every scored
-    /// node's total.
-    #[pyo3(name = "schedule", signature = (pod, profile, explain = false))]
+    /// node's total. A pod with a nominated node is tried there first unless
+    /// `use_nomination` is false.
+    #[pyo3(name = "schedule", signature = (pod, profile, explain = false, use_nomination = true))]
     fn py_schedule(
         &mut self,
         py: Python<'_>,
         pod: &CompiledPod,
         profile: &Profile,
         explain: bool,
+        use_nomination: bool,
     ) -> ScheduleResult {
-        let out = py.detach(|| Snapshot::schedule(self, pod, profile, explain));
+        let out = py.detach(|| Snapshot::schedule(self, pod, profile, explain, use_nomination));
         self.result_from(out)
     }
 
@@ -468,7 +470,7 @@ impl Snapshot {
             let mut outs = Vec::with_capacity(pods.len());
             let mut placed: Vec<&str> = Vec::new();
             for pod in &pods {
-                let out = Snapshot::schedule(self, pod, profile, false);
+                let out = Snapshot::schedule(self, pod, profile, false, true);
                 if let Some(slot) = out.chosen {
                     let node = self.names[slot as usize].to_string();
                     self.add_pod(pod, &node, true);

@@ -23,6 +23,7 @@ def compile_pod(pod: Pod, default_spread_selector: dict[str, Any] | None = None)
         non_zero_cpu=pod.non_zero_cpu,
         non_zero_memory=pod.non_zero_memory,
         node_name=pod.node_name,
+        nominated_node_name=pod.nominated_node_name,
         tolerations=[(t.key, t.operator, t.value, t.effect) for t in pod.tolerations],
         labels=pod.labels,
         priority=pod.priority,

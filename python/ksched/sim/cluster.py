@@ -191,6 +191,8 @@ class InMemoryCluster:
             # The API server accepts a binding to a node it does not know; so do we.
             pass
         status = dict(pod.get("status") or {})
+        # The v1.36 API server clears the nomination when it binds the pod.
+        status.pop("nominatedNodeName", None)
         conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         conditions.append({"type": "PodScheduled", "status": "True"})
         status["conditions"] = conditions

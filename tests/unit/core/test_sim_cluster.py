@@ -54,6 +54,16 @@ async def test_bind_sets_node_name_once() -> None:
         await c.bind(namespace="default", name="nope", uid="", node_name="n2")
 
 
+async def test_bind_clears_the_nominated_node_as_the_api_server_does() -> None:
+    c = InMemoryCluster()
+    pod = make_pod("p")
+    pod["status"]["nominatedNodeName"] = "n1"
+    uid = c.create("pods", pod)["metadata"]["uid"]
+    await c.bind(namespace="default", name="p", uid=uid, node_name="n1")
+    stored = c.get("pods", "default/p")
+    assert stored is not None and "nominatedNodeName" not in stored["status"]
+
+
 async def test_status_patch_merges_conditions_by_type() -> None:
     c = InMemoryCluster()
     c.create("pods", make_pod("p"))

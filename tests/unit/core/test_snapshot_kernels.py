@@ -194,6 +194,43 @@ def test_least_allocated_prefers_the_emptier_node() -> None:
     assert r.scores[0] == ("idle", 98)
 
 
+def _nominated(name: str, node_name: str, cpu: int) -> CompiledPod:
+    return CompiledPod(
+        f"uid-{name}",
+        "default",
+        name,
+        requests={"cpu": cpu},
+        non_zero_cpu=cpu,
+        non_zero_memory=0,
+        nominated_node_name=node_name,
+    )
+
+
+def test_a_nominated_pod_goes_to_its_nominated_node_when_that_fits() -> None:
+    """Upstream's evaluateNominatedNode: the nominated node alone, no scoring."""
+    snap = Snapshot(1)
+    node(snap, "busy")
+    node(snap, "idle")
+    snap.assume(pod("filler", cpu=3000, memory=16 * GI), "busy")
+    r = snap.schedule(_nominated("p", "busy", 500), profile())
+    assert (r.node, r.evaluated_nodes, r.feasible_nodes) == ("busy", 1, 1)
+    # Without the nomination (or ignoring it), LeastAllocated picks the idle node.
+    assert snap.schedule(_nominated("p", "", 500), profile()).node == "idle"
+    assert snap.schedule(_nominated("p", "busy", 500), profile(), use_nomination=False).node == (
+        "idle"
+    )
+
+
+def test_a_nominated_node_that_no_longer_fits_falls_back_to_every_node() -> None:
+    snap = Snapshot(1)
+    node(snap, "busy")
+    node(snap, "idle")
+    snap.assume(pod("filler", cpu=3000, memory=16 * GI), "busy")
+    for nominated in ("busy", "gone"):
+        r = snap.schedule(_nominated("p", nominated, 2000), profile())
+        assert (r.node, r.evaluated_nodes) == ("idle", 2)
+
+
 def test_most_allocated_prefers_the_fuller_node() -> None:
     snap = Snapshot(1)
     node(snap, "busy")

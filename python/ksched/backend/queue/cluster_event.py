@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ksched.api.node import Node
@@ -148,6 +148,12 @@ class ClusterEvent:
     resource: str
     action: ActionType
     custom_label: str = ""
+    #: ``action`` as a plain int: matching runs for every unschedulable pod on every
+    #: event, and IntFlag arithmetic costs microseconds a call.
+    bits: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "bits", int(self.action))
 
     @property
     def label(self) -> str:
@@ -198,13 +204,16 @@ def _resources_match(registered: str, incoming: str) -> bool:
     )
 
 
+_ALL_BITS: Final = int(ALL)
+
+
 def match_cluster_events(registered: ClusterEvent, incoming: ClusterEvent) -> bool:
-    """Whether ``incoming`` is the same as, or more specific than, ``registered``."""
-    return is_wildcard(registered) or (
-        _resources_match(registered.resource, incoming.resource)
-        and bool(registered.action & incoming.action)
-        and incoming.action <= registered.action
-    )
+    """Whether ``incoming`` is the same as, or more specific than, ``registered``
+    (upstream compares the action bits as integers too)."""
+    r, i = registered.bits, incoming.bits
+    if registered.resource == WILDCARD and r == _ALL_BITS:
+        return True
+    return r & i != 0 and i <= r and _resources_match(registered.resource, incoming.resource)
 
 
 def match_any_cluster_event(incoming: ClusterEvent, registered: Sequence[ClusterEvent]) -> bool:

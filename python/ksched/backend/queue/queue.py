@@ -223,6 +223,8 @@ class SchedulingQueue:
             for plugin, reg in regs:
                 self._plugin_events[plugin] = (*self._plugin_events.get(plugin, ()), reg.event)
         self._pre_enqueue = {p: list(pls) for p, pls in (pre_enqueue or {}).items() if pls}
+        #: (profile, gating plugin) → the profile's PreEnqueue plugins, that one first.
+        self._gating_first: dict[tuple[str, str], list[PreEnqueuePlugin]] = {}
         # Memoised per incoming event (a small, finite set).
         self._interest: dict[ClusterEvent, bool] = {}
         self._hints_for: dict[
@@ -388,8 +390,13 @@ class SchedulingQueue:
         start = _perf()
         gating = info.gating_plugin
         ordered: Iterable[PreEnqueuePlugin] = plugins
-        if gating:
-            ordered = sorted(plugins, key=lambda p: p.name != gating)
+        if gating and len(plugins) > 1 and plugins[0].name != gating:
+            # The plugin that gated the pod runs first (upstream), the others keep order.
+            key = (info.pod.scheduler_name, gating)
+            found = self._gating_first.get(key)
+            if found is None:
+                found = self._gating_first[key] = sorted(plugins, key=lambda p: p.name != gating)
+            ordered = found
         code = ""
         for pl in ordered:
             status = pl.pre_enqueue(info.pod)
