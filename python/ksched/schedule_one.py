@@ -13,7 +13,15 @@ Scheduling cycle (synchronous, on the event loop):
 4. spawn the binding cycle. When Permit did not ask to wait, the pod's in-flight window
    ends here (upstream calls ``Done`` right after WaitOnPermit, which is then a no-op).
 
-Binding cycle (an asyncio task): WaitOnPermit, PreBind, Bind, PostBind. On success the
+With scheduler extenders (:mod:`ksched.framework.extender`), a pod some extender is
+interested in takes :func:`schedule_one_async` instead: the same filters, then the
+extenders' filter in configured order, then the plugins' and extenders' scores
+(upstream ``findNodesThatPassExtenders`` and ``prioritizeNodes``), each HTTP call
+awaited. Before assuming, it checks that the pod is still pending and that a chosen node
+that changed meanwhile still fits. Any other pod keeps the synchronous path above.
+
+Binding cycle (an asyncio task): WaitOnPermit, PreBind, Bind, PostBind. An interested
+extender with a ``bindVerb`` binds instead of the Bind plugins. On success the
 pod stays assumed until the informer's event for the bound pod confirms it; on failure
 it is unreserved, forgotten (an ``AssignedPod/Delete`` event for the resources it held)
 and requeued through backoff.
@@ -120,12 +128,37 @@ def _place(
     return None, _post_filter(fw, state, info, fit, NodeStatuses.of_result(result)), result
 
 
+#: PostFilter runs put off by the asynchronous cycle, which awaits them itself.
+_Deferred = list[tuple[FitError, NodeStatuses]]
+
+
 def _post_filter(
-    fw: Framework, state: CycleState, info: QueuedPodInfo, fit: FitError, statuses: NodeStatuses
+    fw: Framework,
+    state: CycleState,
+    info: QueuedPodInfo,
+    fit: FitError,
+    statuses: NodeStatuses,
+    deferred: _Deferred | None = None,
 ) -> Status:
-    if fw.has_post_filter:
+    if deferred is not None:
+        deferred.append((fit, statuses))
+    elif fw.has_post_filter:
         state.write(COMPILED_POD_KEY, info.compiled)
         res, s = fw.run_post_filter(state, info.pod, statuses)
+        fit.post_filter_msg = s.message
+        if res is not None:
+            state.write(NOMINATING_KEY, res.nominated_node_name)
+    return Status(Code.UNSCHEDULABLE, fit.message, error=fit)
+
+
+async def _post_filter_async(
+    fw: Framework, state: CycleState, info: QueuedPodInfo, fit: FitError, statuses: NodeStatuses
+) -> Status:
+    """:func:`_post_filter` for the asynchronous cycle: a PostFilter plugin may await
+    (DefaultPreemption calling the extenders' preempt verb)."""
+    if fw.has_post_filter:
+        state.write(COMPILED_POD_KEY, info.compiled)
+        res, s = await fw.run_post_filter_async(state, info.pod, statuses)
         fit.post_filter_msg = s.message
         if res is not None:
             state.write(NOMINATING_KEY, res.nominated_node_name)
@@ -183,7 +216,11 @@ def _place_with_python_plugins(
 
 
 def _python_fit_error(
-    fw: Framework, state: CycleState, info: QueuedPodInfo, filtered: _Filtered
+    fw: Framework,
+    state: CycleState,
+    info: QueuedPodInfo,
+    filtered: _Filtered,
+    deferred: _Deferred | None = None,
 ) -> Status:
     """Python filters rejected every node the Rust filters let through."""
     rejected = filtered.rejected
@@ -197,14 +234,19 @@ def _python_fit_error(
         (n, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, list(st.reasons))
         for n, st in rejected.items()
     ]
-    return _post_filter(fw, state, info, fit, NodeStatuses(raw))
+    return _post_filter(fw, state, info, fit, NodeStatuses(raw), deferred)
 
 
 def _run_filters(
-    sched: Scheduler, fw: Framework, info: QueuedPodInfo, state: CycleState
+    sched: Scheduler,
+    fw: Framework,
+    info: QueuedPodInfo,
+    state: CycleState,
+    deferred: _Deferred | None = None,
 ) -> tuple[_Filtered | None, Status | None, Any]:
     """PreFilter and Filter, Rust and Python: the feasible nodes (possibly none, when
-    Python filters rejected them all), or the failure status (PostFilter has run)."""
+    Python filters rejected them all), or the failure status (PostFilter has run, or is
+    put in ``deferred``)."""
     pod = info.pod
     names, s = fw.run_pre_filter(state, pod)
     if s is not None:
@@ -217,14 +259,15 @@ def _run_filters(
             pre_filter_msg=s.message,
         )
         # Upstream gives every node the PreFilter's status.
-        return None, _post_filter(fw, state, info, fit, NodeStatuses((), s)), None
+        return None, _post_filter(fw, state, info, fit, NodeStatuses((), s), deferred), None
     snapshot = sched.cache.snapshot
     result = snapshot.schedule(info.compiled, fw.profile.kernels, True)
     if result.node is None:
         if result.num_all_nodes == 0:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE), result
         fit = _rust_fit_error(result)
-        return None, _post_filter(fw, state, info, fit, NodeStatuses.of_result(result)), result
+        statuses = NodeStatuses.of_result(result)
+        return None, _post_filter(fw, state, info, fit, statuses, deferred), result
     candidates: list[tuple[str, int]] = list(result.scores) or [(result.node, 0)]
     if names is not None:
         candidates = [(n, t) for n, t in candidates if n in names]
@@ -262,7 +305,12 @@ def needs_extenders(sched: Scheduler, info: QueuedPodInfo) -> bool:
 
 
 async def _place_with_extenders(
-    sched: Scheduler, fw: Framework, info: QueuedPodInfo, state: CycleState, start: float
+    sched: Scheduler,
+    fw: Framework,
+    info: QueuedPodInfo,
+    state: CycleState,
+    start: float,
+    deferred: _Deferred,
 ) -> tuple[str | None, Status | None, int]:
     """Upstream ``schedulePod`` with extenders: the filters (Rust, then Python), the
     extenders' filter in order on the survivors, then, with more than one node left,
@@ -276,7 +324,7 @@ async def _place_with_extenders(
     rejection instead of being absent from the diagnosis.
     """
     pod = info.pod
-    filtered, status, _ = _run_filters(sched, fw, info, state)
+    filtered, status, _ = _run_filters(sched, fw, info, state, deferred)
     generation = sched.cache.snapshot.generation
     # Extender calls are not part of the Filter extension point (as upstream).
     fw.ok_filter.observe(_perf() - start)
@@ -309,8 +357,8 @@ async def _place_with_extenders(
         feasible = answer.nodes
     if not feasible:
         if not filtered.nodes:
-            return None, _python_fit_error(fw, state, info, filtered), generation
-        fit_status = _extenders_fit_error(sched, fw, info, state, filtered, failed)
+            return None, _python_fit_error(fw, state, info, filtered, deferred), generation
+        fit_status = _extenders_fit_error(sched, fw, info, state, filtered, failed, deferred)
         return None, fit_status, generation
     if len(feasible) == 1:
         return feasible[0], None, generation
@@ -357,6 +405,7 @@ def _extenders_fit_error(
     state: CycleState,
     filtered: _Filtered,
     failed: dict[str, tuple[bool, str]],
+    deferred: _Deferred,
 ) -> Status:
     """Extenders rejected every node the filters let through: upstream's FitError over
     the filters' rejections and the extenders' (``Extender`` among the unschedulable
@@ -390,7 +439,7 @@ def _extenders_fit_error(
         for reason in reasons:
             counts[reason] += 1
     fit = FitError(result.num_all_nodes, counts, unschedulable_plugins=frozenset(plugins - {""}))
-    return _post_filter(fw, state, info, fit, NodeStatuses(raw))
+    return _post_filter(fw, state, info, fit, NodeStatuses(raw), deferred)
 
 
 async def schedule_one_async(sched: Scheduler, info: QueuedPodInfo) -> None:
@@ -406,7 +455,12 @@ async def schedule_one_async(sched: Scheduler, info: QueuedPodInfo) -> None:
     pod = info.pod
     start = _perf()
     state = CycleState(record_plugin_metrics=_random() < _SAMPLE)
-    node, status, generation = await _place_with_extenders(sched, fw, info, state, start)
+    deferred: _Deferred = []
+    node, status, generation = await _place_with_extenders(sched, fw, info, state, start, deferred)
+    if deferred:
+        # No node fits: PostFilter (preemption), which may await extenders too.
+        fit, statuses = deferred[0]
+        status = await _post_filter_async(fw, state, info, fit, statuses)
     current = sched.pod_informer.store.get(pod.key)
     if (
         current is None

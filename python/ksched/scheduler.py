@@ -4,7 +4,10 @@ One asyncio event loop runs everything. Informer events are applied to the cache
 the queue between scheduling cycles, so a cycle sees one consistent snapshot. A cycle is
 synchronous and short (:mod:`ksched.schedule_one`): pop a pod, one call into Rust,
 assume the result, spawn the binding task. Bindings run concurrently; the loop never
-waits for the API server.
+waits for the API server. The one exception is a pod a scheduler extender is interested
+in: its cycle awaits the extender's HTTP answers
+(:func:`~ksched.schedule_one.schedule_one_async`), so informers, bindings and lease
+renewals go on meanwhile, while no other pod is scheduled until it ends.
 
 Every informer change is turned into the most specific cluster events (upstream
 ``eventhandlers.go``): a node update becomes one event per changed property (labels,

@@ -25,6 +25,7 @@ Rules carried over from upstream ``framework.go``:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -192,6 +193,42 @@ def _wrap(point: str, plugin: str, status: Status) -> Status:
         plugin=plugin,
         error=status.error,
     )
+
+
+class _PostFilterFold:
+    """PostFilter plugins' outcomes folded as upstream ``RunPostFilterPlugins``: the first
+    success or UnschedulableAndUnresolvable (or error) decides; otherwise the rejection
+    reasons add up, and the last result of a rejecting plugin that asks for a change is
+    kept (a preemption that found no candidate clears the pod's nomination)."""
+
+    __slots__ = ("_outcome", "reasons", "rejector", "result")
+
+    def __init__(self) -> None:
+        self._outcome: tuple[PostFilterResult | None, Status] | None = None
+        self.result: PostFilterResult | None = None
+        self.reasons: list[str] = []
+        self.rejector = ""
+
+    def add(self, plugin: str, res: PostFilterResult | None, s: Status | None) -> bool:
+        """Fold one plugin's answer; True when it decides (stop there)."""
+        if s is None or s.is_success():
+            self._outcome = (res, s or Status())
+        elif s.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            self._outcome = (res, s.with_plugin(plugin))
+        elif not s.is_rejected():
+            self._outcome = (None, _wrap("PostFilter", plugin, s))
+        else:
+            if res is not None:
+                self.result = res
+            self.reasons.extend(s.reasons)
+            self.rejector = self.rejector or plugin
+            return False
+        return True
+
+    def outcome(self) -> tuple[PostFilterResult | None, Status]:
+        if self._outcome is not None:
+            return self._outcome
+        return self.result, Status(Code.UNSCHEDULABLE, *self.reasons, plugin=self.rejector)
 
 
 class Framework:
@@ -404,34 +441,47 @@ class Framework:
         self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status]:
         start = self._clock()
-        reasons: list[str] = []
-        outcome: tuple[PostFilterResult | None, Status] | None = None
-        # The last result of a rejecting plugin that asks for a change (upstream keeps
-        # it: a preemption that found no candidate clears the pod's nomination).
-        result: PostFilterResult | None = None
-        rejector = ""
+        fold = _PostFilterFold()
         for p in self.points.post_filter:
             t = self._clock()
             try:
-                res, s = p.post_filter(state, pod, statuses)
+                out = p.post_filter(state, pod, statuses)
+                if inspect.isawaitable(out):
+                    # Only the asynchronous cycle (a pod some extender is interested
+                    # in) may await a PostFilter: see run_post_filter_async.
+                    if inspect.iscoroutine(out):
+                        out.close()
+                    raise TypeError("post_filter returned an awaitable in a synchronous cycle")
+                res, s = out
             except Exception as exc:
                 res, s = None, Status.from_error(exc, p.name)
             self._observe_plugin(state, p.name, "PostFilter", s, t)
-            if s is None or s.is_success():
-                outcome = (res, s or Status())
+            if fold.add(p.name, res, s):
                 break
-            if s.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                outcome = (res, s.with_plugin(p.name))
+        outcome = fold.outcome()
+        self.observe("PostFilter", outcome[1].code, self._clock() - start)
+        return outcome
+
+    async def run_post_filter_async(
+        self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        """:meth:`run_post_filter` in the asynchronous cycle of a pod some extender is
+        interested in: a plugin's ``post_filter`` may return an awaitable of its
+        ``(result, status)`` there (DefaultPreemption awaiting the extenders'
+        ``process_preemption``). Pods no extender is interested in never come here."""
+        start = self._clock()
+        fold = _PostFilterFold()
+        for p in self.points.post_filter:
+            t = self._clock()
+            try:
+                out = p.post_filter(state, pod, statuses)
+                res, s = (await out) if inspect.isawaitable(out) else out
+            except Exception as exc:
+                res, s = None, Status.from_error(exc, p.name)
+            self._observe_plugin(state, p.name, "PostFilter", s, t)
+            if fold.add(p.name, res, s):
                 break
-            if not s.is_rejected():
-                outcome = (None, _wrap("PostFilter", p.name, s))
-                break
-            if res is not None:
-                result = res
-            reasons.extend(s.reasons)
-            rejector = rejector or p.name
-        if outcome is None:
-            outcome = (result, Status(Code.UNSCHEDULABLE, *reasons, plugin=rejector))
+        outcome = fold.outcome()
         self.observe("PostFilter", outcome[1].code, self._clock() - start)
         return outcome
 

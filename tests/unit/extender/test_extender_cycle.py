@@ -15,11 +15,16 @@ import pytest
 
 from ksched import schedule_one
 from ksched.config import Duration, Extender, ExtenderManagedResource
+from ksched.framework.builtins import default_plugins
+from ksched.framework.cycle_state import CycleState
 from ksched.framework.extender import EXTENDER_NAME, HTTPExtender
 from ksched.framework.profile import default_profile
+from ksched.framework.runtime import Framework
+from ksched.framework.status import Code, Status
 from ksched.scheduler import Scheduler
 from ksched.sim import InMemoryCluster
 from ksched.sim.workloads import make_node, make_pod
+from tests.helpers import parsed_pod
 from tests.unit.extender.fake_extender import FakeExtender, names_of
 
 PROFILE = "default-scheduler"
@@ -444,3 +449,92 @@ async def test_the_handle_lists_the_extenders_and_the_queue_knows_their_name():
     assert all(
         name != EXTENDER_NAME for name, _ in plain.frameworks[PROFILE].enqueue_registrations()
     )
+
+
+# ---- ksched simulate --config -------------------------------------------------------
+
+
+async def test_simulate_with_a_config_calls_its_extenders(tmp_path: Any):
+    from ksched import simulate
+
+    kept: set[str] = set()
+
+    def answer(args: Any) -> Any:
+        names = sorted(args["NodeNames"])
+        keep = names[: max(1, len(names) // 2)]
+        kept.update(keep)
+        return {"NodeNames": keep}
+
+    async with FakeExtender() as fake:
+        fake.handlers["filter"] = answer
+        cfg = tmp_path / "cfg.yaml"
+        cfg.write_text(
+            "apiVersion: kubescheduler.config.k8s.io/v1\n"
+            "kind: KubeSchedulerConfiguration\n"
+            "extenders:\n"
+            f"- urlPrefix: {fake.url}\n"
+            "  filterVerb: filter\n"
+            "  nodeCacheCapable: true\n"
+        )
+        profiles, extenders = simulate.load_setup(str(cfg))
+        assert [e.url_prefix for e in extenders] == [fake.url]
+        report = await simulate.run_simulation(
+            nodes=6, pods=12, seed=3, profiles=profiles, extenders=extenders, timeout=60
+        )
+    assert report.scheduled == 12
+    assert len(fake.calls("filter")) >= 12
+    assert report.placement.nodes_used <= len(kept) == 3
+
+
+# ---- PostFilter in the asynchronous cycle ---------------------------------------------
+
+
+class AwaitingPostFilter:
+    """A PostFilter that awaits, as DefaultPreemption awaiting ``process_preemption``."""
+
+    name = "AwaitingPostFilter"
+
+    def __init__(self) -> None:
+        self.awaited = 0
+
+    def post_filter(self, state: Any, pod: Any, statuses: Any) -> Any:
+        async def run() -> Any:
+            await asyncio.sleep(0)
+            self.awaited += 1
+            seen = sorted((n, statuses.status_of(n).message) for n in ("n1", "n2"))
+            return None, Status(Code.UNSCHEDULABLE, f"asked the extender about {seen}")
+
+        return run()
+
+
+async def test_post_filter_may_await_in_the_extender_cycle_and_never_in_the_sync_one():
+    post = AwaitingPostFilter()
+    profile = default_profile()
+    profile.plugins = (*default_plugins(), post)
+    c = cluster_with("n1", "n2")
+    async with FakeExtender() as fake:
+        fake.handlers["filter"] = keep_only(failed="no room on the extender's side")
+        ext = extender(fake.url, filter_verb="filter", node_cache_capable=True)
+        sched = Scheduler(c, {PROFILE: profile}, seed=1, extenders=[ext])
+        await sched.start()
+        task = asyncio.get_running_loop().create_task(sched.run())
+        try:
+            c.create("pods", make_pod("p"))
+            await wait_for(lambda: condition(c, "p") is not None)
+            cond = condition(c, "p")
+            assert cond is not None
+            assert cond["message"].startswith("0/2 nodes are available: 2 no room")
+            assert (
+                "asked the extender about [('n1', \"no room on the extender's side\")"
+                in (cond["message"])
+            )
+            assert post.awaited == 1
+        finally:
+            await sched.shutdown()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    # Without extenders the cycle is synchronous: an awaitable PostFilter is an error
+    # (the coroutine is closed, not left unawaited).
+    fw = Framework(default_profile(), plugins=[post])
+    _, s = fw.run_post_filter(CycleState(), parsed_pod("p"), {})
+    assert s.code is Code.ERROR and "awaitable in a synchronous cycle" in s.message
