@@ -35,7 +35,11 @@ Unschedulable/UnschedulableAndUnresolvable rejects the pod on every node.
 plugins run only on the nodes that passed every built-in (Rust) filter.
 
 **PostFilter** ``post_filter(state, pod, statuses)`` - only when no node fits (e.g.
-preemption). May nominate a node for the pod (``PostFilterResult``).
+preemption). May nominate a node for the pod (``PostFilterResult``). For a pod some
+scheduler extender is interested in (:attr:`Handle.extenders`, ``is_interested``), the
+cycle is asynchronous and ``post_filter`` may return an awaitable of its ``(result,
+status)`` instead, e.g. to await an extender's ``process_preemption``; for any other pod
+it must answer at once.
 
 **PreScore** ``pre_score(state, pod, nodes)`` - once, before scoring the feasible nodes.
 ``Skip`` skips this plugin's Score.
