@@ -141,6 +141,7 @@ class Transport:
         )
         self.timeout = cfg.http_timeout.nanoseconds / 1e9 or 5.0
         self._idle: list[_Conn] = []
+        self._closed = False
 
     def url(self, verb: str) -> str:
         return f"{self.prefix}/{verb}"
@@ -171,7 +172,7 @@ class Transport:
             except BaseException:
                 conn.close()
                 raise
-            if keep and len(self._idle) < _MAX_IDLE:
+            if keep and not self._closed and len(self._idle) < _MAX_IDLE:
                 conn.reused = True
                 self._idle.append(conn)
             else:
@@ -247,7 +248,9 @@ class Transport:
         return status, keep, data
 
     def close(self) -> None:
-        """Close the idle connections."""
+        """Close the idle connections; a call in flight closes its own when done (a
+        later call opens a new one)."""
+        self._closed = True
         while self._idle:
             self._idle.pop().close()
 
