@@ -13,16 +13,18 @@ PostFilter runs when no node fits the pod (upstream ``Evaluator.Preempt``):
    minCandidateNodesAbsolute)`` candidates are found, at least one of them without a
    PodDisruptionBudget violation (upstream stops its parallel search on the same rule).
 3. **Victims on a node** (``SelectVictimsOnNode``): remove every lower-priority pod,
-   check the pod fits (every Filter of the profile, through the Rust kernels on the
-   snapshot, nominated pods of equal or higher priority included, then the profile's
-   Python filters), then reprieve the removed pods from the most important down
+   check the pod fits (every Filter of the profile, nominated pods of equal or higher
+   priority included), then reprieve the removed pods from the most important down
    (priority, then earlier start), the ones whose PDB would be violated first; a pod
-   stays a victim only when adding it back makes the preemptor not fit. The snapshot
-   is restored exactly afterwards, whatever happens.
-4. **Ranking** (``pickOneNodeForPreemption``): fewest PDB violations, lowest
+   stays a victim only when adding it back makes the preemptor not fit.
+4. **Extenders** (``callExtenders``): when extenders that support preemption are
+   interested in the pod, each gets the candidates in turn (its ``preemptVerb``) and
+   answers the ones it accepts; PostFilter then returns an awaitable, which the pod's
+   asynchronous cycle awaits.
+5. **Ranking** (``pickOneNodeForPreemption``): fewest PDB violations, lowest
    highest-victim priority, smallest sum of victim priorities, fewest victims, latest
    start time of the highest-priority victims, then the first candidate found.
-5. **Preparation, asynchronously** (``prepareCandidateAsync``): the preemptor is
+6. **Preparation, asynchronously** (``prepareCandidateAsync``): the preemptor is
    nominated to the node (PostFilterResult; the scheduling cycle patches
    ``status.nominatedNodeName`` and tells the nominator, so filtering keeps the room for
    it); in a background task lower-priority pods nominated to that node lose their
@@ -35,25 +37,18 @@ PreEnqueue keeps the preemptor out of activeQ while its victims are being delete
 victims (``AssignedPod/Delete``, whose hint for NodeResourcesFit & co. answers Queue)
 bring it back, and it binds to the room it made.
 
-Speed. Step 3 costs a few calls into Rust per node, and a 5,000-node cluster asks for
-500 candidates. For the profiles whose filters are all *monotone* in the node's pods
-(adding a pod never turns a rejection into a fit: resources, ports, anti-affinity,
-spreading, nominated pods; not required pod affinity or Python filters), the victims are
-first predicted with exact resource arithmetic (requests of cpu, memory,
-ephemeral-storage and the pod count, read from the snapshot): the arithmetic proves
-"does not fit" exactly as NodeResourcesFit decides it, so a node that cannot fit even
-without all its lower-priority pods costs no call at all, and a reprieve it rejects
-needs no check. The prediction is then verified with one ``filter_node`` on the node
-without the predicted victims; by monotonicity that single fit proves every reprieve
-decision of the step-by-step algorithm, and when it fails the node is redone step by
-step. Results are those of the step-by-step algorithm (``tests/plugins`` compares them).
+Steps 2, 3 and 5 run in the Rust core (``Snapshot.preemption_dry_run``, see
+``rust/preemption.rs``): a node without some pods is evaluated there by freeing their
+requests arithmetically when only resources are in play, by detaching them otherwise,
+and nodes are evaluated in parallel waves. For profiles with Python Filter plugins the
+same algorithm runs here step by step (:meth:`DefaultPreemption.select_victims_on_node`),
+one Filter call per step; the tests hold the two to the same answers.
 
-Deviations from upstream: nodes are examined one after another rather than in
-parallel, so the candidates found are the first ones from the offset (upstream's
-parallel search may find a different set of the same size); ties after all criteria go
-to the first candidate found, not to Go's map order; Python PreFilter plugins have no
+Deviations from upstream: candidates are the first ones found in order from the offset
+(upstream's parallel search may find a different set of the same size); ties between
+equally important victims are broken by uid and ties after all ranking criteria go to
+the first candidate found, not to Go's map order; Python PreFilter plugins have no
 AddPod/RemovePod extensions (their Filter sees the snapshot with victims removed);
-scheduler extenders' preempt verb is not called (``ksched run`` refuses extenders);
 PDB label selectors are matched without validating label syntax.
 """
 
@@ -63,7 +58,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
@@ -81,6 +76,7 @@ from ksched.backend.queue.cluster_event import (
 from ksched.cluster import APIError, Conflict, NotFound
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.diagnosis import RawNodeStatus, fit_error_message
+from ksched.framework.extender import Extender, ExtenderError, ExtenderVictims
 from ksched.framework.interface import COMPILED_POD_KEY, Handle, NodePod, PostFilterResult
 from ksched.framework.status import Code, Status
 
@@ -204,6 +200,8 @@ class PodDisruptionBudget:
 
 
 _P = TypeVar("_P", bound=NodePod)
+
+PostFilterOutcome = tuple[PostFilterResult | None, Status | None]
 
 #: A PDB as the Rust dry run reads it: ``(namespace, spec.selector, disruptionsAllowed,
 #: names in disruptedPods)``; the selector is None when it matches nothing.
@@ -436,17 +434,35 @@ class DefaultPreemption:
 
     def post_filter(
         self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]
-    ) -> tuple[PostFilterResult | None, Status | None]:
+    ) -> PostFilterOutcome | Coroutine[Any, Any, PostFilterOutcome]:
+        """Preempt for ``pod``; when an extender that supports preemption is interested
+        in the pod, an awaitable of the outcome (the extenders' preempt verb is called;
+        the scheduler awaits it in the pod's asynchronous cycle)."""
         h = self.handle
         h.metrics.preemption_attempts.inc()
-        res, status = self._preempt(state, pod, statuses)
+        extenders = [e for e in h.extenders if e.supports_preemption() and e.is_interested(pod)]
+        out = self._preempt(state, pod, statuses, extenders)
+        if isinstance(out, tuple):
+            return self._prefixed(out)
+
+        async def finish(pending: Awaitable[PostFilterOutcome]) -> PostFilterOutcome:
+            return self._prefixed(await pending)
+
+        return finish(out)
+
+    def _prefixed(self, out: PostFilterOutcome) -> PostFilterOutcome:
+        res, status = out
         if status is not None and status.message:
             return res, Status(status.code, PREFIX + status.message, plugin=self.name)
         return res, status
 
     def _preempt(
-        self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]
-    ) -> tuple[PostFilterResult | None, Status | None]:
+        self,
+        state: CycleState,
+        pod: Pod,
+        statuses: Mapping[str, Status],
+        extenders: Sequence[Extender] = (),
+    ) -> PostFilterOutcome | Awaitable[PostFilterOutcome]:
         h = self.handle
         latest = h.get_pod(pod.namespace, pod.name)
         if latest is None:
@@ -477,17 +493,76 @@ class DefaultPreemption:
             return PostFilterResult(""), Status(
                 Code.UNSCHEDULABLE, fit_error_message(num_all, counts)
             )
-        # 3) extenders: ksched runs none. 4) the best candidate.
+        # 3) extenders, when some are interested (asynchronously).
+        if extenders:
+            return self._with_extenders(attempt, candidates_of(found), extenders)
+        # 4) the best candidate.
         if isinstance(found, PreemptionDryRun):
             top = found.best()
             best = Candidate(*top) if top is not None else None
         else:
             best = pick_one_node_for_preemption(attempt.snapshot, found, attempt.now)
+        return self._nominate(best, pod)
+
+    def _nominate(self, best: Candidate | None, pod: Pod) -> PostFilterOutcome:
+        """Upstream ``Preempt`` steps 4 and 5: the chosen candidate's victims are
+        evicted in the background and the pod is nominated to its node."""
         if best is None or not best.node:
             return None, Status(Code.UNSCHEDULABLE, ERR_NO_CANDIDATE)
-        # 5) evict, in the background.
         self._prepare_candidate_async(best, pod)
         return PostFilterResult(best.node), Status(Code.SUCCESS)
+
+    async def _with_extenders(
+        self, a: _Attempt, candidates: list[Candidate], extenders: Sequence[Extender]
+    ) -> PostFilterOutcome:
+        """Upstream ``callExtenders``: each interested extender that supports preemption,
+        in order, gets the candidates (node → victims) and answers the ones it accepts,
+        possibly with other victims; the next extender gets that answer. An error, or
+        a node answered without victims, fails the attempt unless the extender is
+        ignorable (then it is skipped, or that node dropped). Then the best remaining
+        candidate is nominated as usual."""
+        h = self.handle
+        pod = a.pod
+        victims: dict[str, ExtenderVictims] = {}
+        for c in candidates:
+            on_node = {cp.pod.uid: cp.pod for cp in h.pods_on_node(c.node)}
+            pods = [on_node[uid] for uid in c.victims if uid in on_node]
+            victims[c.node] = ExtenderVictims(pods, c.num_pdb_violations)
+        for ext in extenders:
+            try:
+                answer = await ext.process_preemption(pod, victims)
+            except (ExtenderError, OSError, TimeoutError) as exc:
+                if ext.is_ignorable():
+                    log.info(
+                        "skipped extender %s as it returned error and has ignorable flag set: %s",
+                        ext.name(),
+                        exc,
+                    )
+                    continue
+                return None, Status(Code.ERROR, str(exc))
+            for node, v in list(answer.items()):
+                if v.pods:
+                    continue
+                if not ext.is_ignorable():
+                    return None, Status(
+                        Code.ERROR, f'expected at least one victim pod on node "{node}"'
+                    )
+                log.info(
+                    "ignored node %s for which extender %s reported no victims", node, ext.name()
+                )
+                del answer[node]
+            victims = answer
+            if not victims:
+                break
+        kept = [
+            Candidate(node, [p.uid for p in v.pods], v.num_pdb_violations)
+            for node, v in victims.items()
+        ]
+        try:
+            best = pick_one_node_for_preemption(h.snapshot, kept, a.now)
+        except ValueError as exc:  # a victim left the cluster while the extenders answered
+            return None, Status(Code.ERROR, str(exc))
+        return self._nominate(best, pod)
 
     def find_candidates(
         self, a: _Attempt, statuses: Mapping[str, Status]
