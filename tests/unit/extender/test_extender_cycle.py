@@ -107,7 +107,9 @@ async def test_pods_land_only_on_nodes_the_extender_keeps(cache_capable: bool):
             for i in range(8):
                 c.create("pods", make_pod(f"p{i}"))
             await wait_for(lambda: sched.stats.bound == 8)
+            errors, unschedulable = sched.stats.errors, sched.stats.unschedulable
         assert {node_of(c, f"p{i}") for i in range(8)} == {"n3", "n4"}
+        assert (errors, unschedulable) == (0, 0)
         assert len(fake.calls("filter")) == 8
         # Every call got the nodes that passed the built-in filters.
         assert sorted(names_of(fake.calls("filter")[0])) == ["n1", "n2", "n3", "n4"]
