@@ -262,6 +262,14 @@ def _run_filters(
         return None, _post_filter(fw, state, info, fit, NodeStatuses((), s), deferred), None
     snapshot = sched.cache.snapshot
     result = snapshot.schedule(info.compiled, fw.profile.kernels, True)
+    nominated = pod.nominated_node_name
+    if nominated and result.node == nominated and result.evaluated_nodes == 1:
+        # The core placed the pod on its nominated node alone (evaluateNominatedNode):
+        # that holds only if the Python filters pass there too, else every node counts.
+        ni = NodeInfo(nominated, sched.cache.nodes.get(nominated), snapshot)
+        if fw.run_filter(state, pod, ni) is None:
+            return _Filtered([ni], {nominated: 0}, {}, result), None, result
+        result = snapshot.schedule(info.compiled, fw.profile.kernels, True, use_nomination=False)
     if result.node is None:
         if result.num_all_nodes == 0:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE), result

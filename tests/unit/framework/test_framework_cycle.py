@@ -244,6 +244,28 @@ async def test_python_filter_and_score_run_after_the_rust_filters(
             assert "cordoned" not in p.seen  # the Rust filter rejected it first
 
 
+@pytest.mark.parametrize(
+    ("allowed", "want"),
+    [
+        pytest.param(None, "n1", id="nominated-node-passing-every-filter-wins-unscored"),
+        pytest.param("n2", "n2", id="python-filter-rejecting-it-sends-the-pod-elsewhere"),
+    ],
+)
+async def test_a_nominated_pod_tries_its_nominated_node_first(allowed: str | None, want: str):
+    """Upstream's evaluateNominatedNode with Python filters: the nominated node alone,
+    unless a filter (here a Python one) rejects it; Prefer would pick n3 otherwise."""
+    c = cluster_with("n1", "n2", "n3")
+    plugins: list[Any] = [Prefer("n3", weight=1000)]
+    if allowed is not None:
+        plugins.append(OnlyNode(allowed))
+    async with Running(c, *plugins):
+        p = make_pod("p")
+        p["status"]["nominatedNodeName"] = "n1"
+        c.create("pods", p)
+        await wait_for(lambda: node_of(c, "p") is not None)
+    assert node_of(c, "p") == want
+
+
 async def test_python_filter_rejecting_every_node_reports_its_reason():
     c = cluster_with("n1", "n2")
     async with Running(c, OnlyNode("elsewhere")) as sched:
