@@ -243,10 +243,12 @@ def _run_filters(
     info: QueuedPodInfo,
     state: CycleState,
     deferred: _Deferred | None = None,
+    use_nomination: bool = True,
 ) -> tuple[_Filtered | None, Status | None, Any]:
     """PreFilter and Filter, Rust and Python: the feasible nodes (possibly none, when
     Python filters rejected them all), or the failure status (PostFilter has run, or is
-    put in ``deferred``)."""
+    put in ``deferred``). ``use_nomination=False`` skips trying the pod's nominated node
+    alone first."""
     pod = info.pod
     names, s = fw.run_pre_filter(state, pod)
     if s is not None:
@@ -261,9 +263,11 @@ def _run_filters(
         # Upstream gives every node the PreFilter's status.
         return None, _post_filter(fw, state, info, fit, NodeStatuses((), s), deferred), None
     snapshot = sched.cache.snapshot
-    result = snapshot.schedule(info.compiled, fw.profile.kernels, True)
+    result = snapshot.schedule(
+        info.compiled, fw.profile.kernels, True, use_nomination=use_nomination
+    )
     nominated = pod.nominated_node_name
-    if nominated and result.node == nominated and result.evaluated_nodes == 1:
+    if use_nomination and nominated and result.node == nominated and result.evaluated_nodes == 1:
         # The core placed the pod on its nominated node alone (evaluateNominatedNode):
         # that holds only if the Python filters pass there too, else every node counts.
         ni = NodeInfo(nominated, sched.cache.nodes.get(nominated), snapshot)
@@ -339,30 +343,20 @@ async def _place_with_extenders(
     if filtered is None:
         return None, status, generation
     by_name = {ni.name: ni for ni in filtered.nodes}
-    feasible = list(by_name)
-    failed: dict[str, tuple[bool, str]] = {}
-    for ext in fw.extenders:
-        if not feasible:
-            break
-        if not ext.is_filter() or not ext.is_interested(pod):
-            continue
-        try:
-            answer = await ext.filter(pod, [n for n in (by_name[f].node for f in feasible) if n])
-        except Exception as exc:
-            if ext.is_ignorable():
-                log.info(
-                    "skipping extender %s as it returned error and has ignorable flag set: %s",
-                    ext.name(),
-                    exc,
-                )
-                continue
-            return None, Status(Code.ERROR, str(exc)), generation
-        for name, msg in answer.failed_and_unresolvable.items():
-            failed[name] = (True, msg)
-        for name, msg in answer.failed.items():
-            if name not in answer.failed_and_unresolvable:
-                failed[name] = (False, msg)
-        feasible = answer.nodes
+    feasible, failed, error = await _extenders_filter(fw, pod, by_name)
+    if error is not None:
+        return None, error, generation
+    if not feasible and _nominated_only(pod, filtered):
+        # Upstream evaluateNominatedNode: the extenders turned the nominated node down,
+        # so every node is evaluated.
+        filtered, status, _ = _run_filters(sched, fw, info, state, deferred, use_nomination=False)
+        generation = sched.cache.snapshot.generation
+        if filtered is None:
+            return None, status, generation
+        by_name = {ni.name: ni for ni in filtered.nodes}
+        feasible, failed, error = await _extenders_filter(fw, pod, by_name)
+        if error is not None:
+            return None, error, generation
     if not feasible:
         if not filtered.nodes:
             return None, _python_fit_error(fw, state, info, filtered, deferred), generation
@@ -404,6 +398,48 @@ async def _place_with_extenders(
             task.cancel()
     best = max(totals.values())
     return random.choice([n for n, t in totals.items() if t == best]), None, generation
+
+
+def _nominated_only(pod: Any, filtered: _Filtered) -> bool:
+    """Whether the filters placed the pod on its nominated node alone."""
+    nominated = pod.nominated_node_name
+    return bool(nominated) and (
+        filtered.result.evaluated_nodes == 1 and [ni.name for ni in filtered.nodes] == [nominated]
+    )
+
+
+async def _extenders_filter(
+    fw: Framework, pod: Any, by_name: dict[str, NodeInfo]
+) -> tuple[list[str], dict[str, tuple[bool, str]], Status | None]:
+    """Upstream ``findNodesThatPassExtenders``: each interested filtering extender in
+    order narrows the nodes; the failed ones get the extender's message
+    (FailedAndUnresolvableNodes win over FailedNodes). The third value is the error of
+    a failing extender that is not ignorable."""
+    feasible = list(by_name)
+    failed: dict[str, tuple[bool, str]] = {}
+    for ext in fw.extenders:
+        if not feasible:
+            break
+        if not ext.is_filter() or not ext.is_interested(pod):
+            continue
+        try:
+            answer = await ext.filter(pod, [n for n in (by_name[f].node for f in feasible) if n])
+        except Exception as exc:
+            if ext.is_ignorable():
+                log.info(
+                    "skipping extender %s as it returned error and has ignorable flag set: %s",
+                    ext.name(),
+                    exc,
+                )
+                continue
+            return [], failed, Status(Code.ERROR, str(exc))
+        for name, msg in answer.failed_and_unresolvable.items():
+            failed[name] = (True, msg)
+        for name, msg in answer.failed.items():
+            if name not in answer.failed_and_unresolvable:
+                failed[name] = (False, msg)
+        feasible = answer.nodes
+    return feasible, failed, None
 
 
 def _extenders_fit_error(

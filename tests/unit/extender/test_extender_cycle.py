@@ -232,6 +232,25 @@ async def test_ties_among_the_best_totals_are_broken_at_random(monkeypatch: pyte
     assert node_of(c, "p") in ("n1", "n3")
 
 
+async def test_a_nominated_node_the_extender_rejects_sends_the_pod_to_every_node():
+    c = cluster_with("n1", "n2", "n3")
+    async with FakeExtender() as fake:
+        fake.handlers["filter"] = keep_only("n2", failed="n1 is draining")
+        ext = extender(fake.url, filter_verb="filter", node_cache_capable=True)
+        async with Running(c, ext) as sched:
+            pod = make_pod("p")
+            pod["status"]["nominatedNodeName"] = "n1"
+            c.create("pods", pod)
+            await wait_for(lambda: sched.stats.bound == 1)
+            assert sched.stats.unschedulable == 0  # one attempt
+    assert node_of(c, "p") == "n2"
+    # First the nominated node alone (upstream evaluateNominatedNode), then every node.
+    assert [sorted(a["NodeNames"]) for a in fake.calls("filter")] == [
+        ["n1"],
+        ["n1", "n2", "n3"],
+    ]
+
+
 async def test_prioritize_errors_are_ignored():
     c = cluster_with("n1", "n2")
     async with FakeExtender() as fake:
@@ -365,6 +384,7 @@ async def test_a_failing_binder_extender_fails_the_binding_unless_ignorable():
         async with Running(c, extender(fake.url, bind_verb="bind")) as sched:
             c.create("pods", make_pod("p"))
             await wait_for(lambda: sched.stats.bind_errors >= 1)
+            await wait_for(lambda: condition(c, "p") is not None)  # patched in the background
             assert node_of(c, "p") is None
             cond = condition(c, "p")
             assert cond is not None and cond["message"] == "fenced"
