@@ -766,7 +766,9 @@ impl Snapshot {
                 // Size the wave by the feasibility seen so far, so a mostly-full cluster
                 // is not walked in many small steps.
                 let estimate = if feasible.is_empty() {
-                    need
+                    // Nothing feasible yet: double the ground covered (a full cluster
+                    // is then walked in a few parallel waves, not many small ones).
+                    need.max(pos)
                 } else {
                     need * pos / feasible.len()
                 };
