@@ -42,7 +42,7 @@ import orjson
 
 from ksched.client.kubeconfig import ClientConfig, load_client_config
 from ksched.client.ratelimit import TokenBucket
-from ksched.client.rest import STRATEGIC_MERGE_PATCH, RestClient
+from ksched.client.rest import MAX_CONNECTIONS, STRATEGIC_MERGE_PATCH, RestClient
 from ksched.client.watching import watch
 from ksched.cluster import APIError, Gone, Kind, LeaseKind, ListResult, WatchEvent
 
@@ -113,12 +113,15 @@ class KubeClusterAPI:
         pod_field_selector: str = POD_FIELD_SELECTOR,
         min_watch_timeout: float | None = None,
         request_timeout: float | None = None,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.config = config
         kwargs: dict[str, Any] = {}
         if request_timeout is not None:
             kwargs["request_timeout"] = request_timeout
-        self.rest = RestClient(config, **kwargs)
+        #: Bindings, events, status patches, deletions, lists; watches have their own
+        #: connections (:mod:`ksched.client.rest`).
+        self.rest = RestClient(config, max_connections=max_connections, **kwargs)
         #: kube-scheduler's event recorder uses a client (and a rate limit) of its own.
         self.event_limiter = TokenBucket(config.qps, config.burst)
         #: So does leader election (upstream's "leader-election" client): lease renewals

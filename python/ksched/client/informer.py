@@ -26,6 +26,14 @@ _BACKOFF_INITIAL = 0.2
 _BACKOFF_MAX = 10.0
 
 
+def strip_managed_fields(obj: Obj) -> Obj:
+    """Drop ``metadata.managedFields`` (in place: the informer owns what it decoded)."""
+    meta = obj.get("metadata")
+    if type(meta) is dict and "managedFields" in meta:
+        del meta["managedFields"]
+    return obj
+
+
 def object_key(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace") or ""
@@ -48,8 +56,11 @@ class Informer:
         on_add: Callable[[Obj], None],
         on_update: Callable[[Obj, Obj], None],
         on_delete: Callable[[Obj], None],
+        transform: Callable[[Obj], Obj] | None = strip_managed_fields,
     ) -> None:
         self.api = api
+        #: Applied to every listed or watched object before it is stored or handled.
+        self.transform = transform
         self.kind = kind
         self._on_add = on_add
         self._on_update = on_update
@@ -68,7 +79,10 @@ class Informer:
 
     def _replace(self, items: list[Obj]) -> None:
         seen: set[str] = set()
+        transform = self.transform
         for obj in items:
+            if transform is not None:
+                obj = transform(obj)
             key = object_key(obj)
             seen.add(key)
             old = self.store.get(key)
@@ -81,6 +95,8 @@ class Informer:
             self._call(self._on_delete, self.store.pop(key))
 
     def _apply(self, type_: str, obj: Obj) -> None:
+        if self.transform is not None:
+            obj = self.transform(obj)
         key = object_key(obj)
         if type_ == "DELETED":
             old = self.store.pop(key, None)

@@ -17,6 +17,18 @@ Retries follow client-go's ``rest.Request``: a ``429`` or ``5xx`` answer that ca
 ``Retry-After`` is retried after that many seconds (at most :data:`MAX_RETRIES` times,
 any verb); a GET whose connection was reset or closed early is retried (writes are not:
 they may have happened); a ``401`` re-reads expiring credentials once and retries.
+
+Connections. Requests share a small pool of keep-alive connections
+(:data:`MAX_CONNECTIONS`): at most that many are in flight, and the rest wait in the
+client — on a semaphore taken *before* aiohttp builds the request, so a backlog of
+thousands of bindings costs a coroutine each, not a connection, a TLS handshake (CPU on
+the apiserver too) and a built request. An HTTP/1.1 connection carries one request at a
+time, so the bound is also the concurrency: a few dozen keep the apiserver busy on a
+small machine (client-go gets the same effect from HTTP/2 multiplexing one
+connection). Sleeps between retries release the slot; the request timeout counts from
+the moment a slot is held, so queueing behind a backlog never fails a request. Watches
+(long-lived streams) use a session of their own without that bound, so they neither
+starve requests of slots nor wait for them.
 """
 
 from __future__ import annotations
@@ -48,6 +60,8 @@ GET_CONNECTION_RETRIES = 3
 MAX_RETRY_AFTER = 60.0
 #: Default timeout of a request that is not a watch, in seconds.
 REQUEST_TIMEOUT = 60.0
+#: Default bound on requests in flight (and keep-alive connections), watches aside.
+MAX_CONNECTIONS = 32
 
 _REASONS = {
     400: "BadRequest",
@@ -135,39 +149,64 @@ class RestClient:
         *,
         limiter: TokenBucket | None = None,
         request_timeout: float = REQUEST_TIMEOUT,
-        max_connections: int = 256,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, not {max_connections}")
         self.config = config
         self.limiter = limiter if limiter is not None else TokenBucket(config.qps, config.burst)
         self.request_timeout = request_timeout
-        self._max_connections = max_connections
+        self.max_connections = max_connections
+        #: Requests in flight; the others wait here (see the module docstring).
+        self._slots = asyncio.Semaphore(max_connections)
         self._session: aiohttp.ClientSession | None = None
+        self._stream_session: aiohttp.ClientSession | None = None
         #: Requests sent (attempts, watches included) and retries, for tests and metrics.
         self.requests = 0
         self.retries = 0
+        #: Requests holding a slot now, and the most that ever did (tests, metrics).
+        self.in_flight = 0
+        self.max_in_flight = 0
 
-    # ---- session -------------------------------------------------------------------
+    # ---- sessions ------------------------------------------------------------------
+
+    def _new_session(self, limit: int) -> aiohttp.ClientSession:
+        ctx = self.config.ssl_context
+        connector = aiohttp.TCPConnector(
+            ssl=ctx if ctx is not None else True,
+            limit=limit,
+            limit_per_host=0,
+            enable_cleanup_closed=True,
+        )
+        return aiohttp.ClientSession(
+            connector=connector,
+            headers={"User-Agent": self.config.user_agent, "Accept": JSON},
+            skip_auto_headers=("Content-Type",),
+            auto_decompress=True,
+        )
 
     def session(self) -> aiohttp.ClientSession:
+        """The session of ordinary requests. Its connector has no limit of its own: the
+        slots bound it (at most ``max_connections`` requests hold a connection, so at
+        most that many are opened), and aiohttp's connector limit is not used because
+        its waiters can lose a released connection (requests then hang until their
+        timeout with no connection open)."""
         if self._session is None or self._session.closed:
-            ctx = self.config.ssl_context
-            connector = aiohttp.TCPConnector(
-                ssl=ctx if ctx is not None else True,
-                limit=self._max_connections,
-                enable_cleanup_closed=True,
-            )
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                headers={"User-Agent": self.config.user_agent, "Accept": JSON},
-                skip_auto_headers=("Content-Type",),
-                auto_decompress=True,
-            )
+            self._session = self._new_session(0)
         return self._session
 
+    def stream_session(self) -> aiohttp.ClientSession:
+        """The session of watches: one connection per open stream, no bound."""
+        if self._stream_session is None or self._stream_session.closed:
+            self._stream_session = self._new_session(0)
+        return self._stream_session
+
     async def close(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
+        for session in (self._session, self._stream_session):
+            if session is not None and not session.closed:
+                await session.close()
         self._session = None
+        self._stream_session = None
 
     async def __aenter__(self) -> RestClient:
         return self
@@ -207,27 +246,10 @@ class RestClient:
         broken = 0
         reauth = False
         while True:
-            await limiter.acquire()
-            headers = await self._headers(
-                content_type if body is not None else None, force_auth=reauth
-            )
-            self.requests += 1
             try:
-                async with self.session().request(
-                    method,
-                    self.url(path),
-                    params=params,
-                    data=body,
-                    headers=headers,
-                    timeout=client_timeout,
-                    proxy=self.config.proxy,
-                    server_hostname=self.config.server_hostname,
-                ) as resp:
-                    raw = await resp.read()
-                    if 200 <= resp.status < 300:
-                        return raw
-                    wait = _retry_after(resp)
-                    status = resp.status
+                status, raw, wait = await self._send(
+                    method, path, params, body, content_type, limiter, client_timeout, reauth
+                )
             except TimeoutError as exc:
                 raise TimeoutError(f"{method} {path}: timed out") from exc
             except (aiohttp.ClientError, OSError) as exc:
@@ -237,6 +259,8 @@ class RestClient:
                     await asyncio.sleep(0.1 * 2**broken)
                     continue
                 raise connection_error(method, path, exc) from exc
+            if 200 <= status < 300:
+                return raw
             if status == 401 and not reauth and self.config.credentials.refreshable:
                 reauth = True
                 self.retries += 1
@@ -248,6 +272,43 @@ class RestClient:
                 await asyncio.sleep(wait)
                 continue
             raise error_from_response(status, raw)
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        body: bytes | None,
+        content_type: str,
+        limiter: TokenBucket,
+        timeout: aiohttp.ClientTimeout,
+        force_auth: bool,
+    ) -> tuple[int, bytes, float | None]:
+        """One attempt, holding a slot: (status, body, Retry-After seconds or None)."""
+        async with self._slots:
+            self.in_flight += 1
+            if self.in_flight > self.max_in_flight:
+                self.max_in_flight = self.in_flight
+            try:
+                await limiter.acquire()
+                headers = await self._headers(
+                    content_type if body is not None else None, force_auth=force_auth
+                )
+                self.requests += 1
+                async with self.session().request(
+                    method,
+                    self.url(path),
+                    params=params,
+                    data=body,
+                    headers=headers,
+                    timeout=timeout,
+                    proxy=self.config.proxy,
+                    server_hostname=self.config.server_hostname,
+                ) as resp:
+                    raw = await resp.read()
+                    return resp.status, raw, _retry_after(resp)
+            finally:
+                self.in_flight -= 1
 
     async def request_json(
         self,
@@ -294,7 +355,7 @@ class RestClient:
         self.requests += 1
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=read_timeout)
         try:
-            async with self.session().get(
+            async with self.stream_session().get(
                 self.url(path),
                 params=params,
                 headers=headers,

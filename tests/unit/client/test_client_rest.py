@@ -223,3 +223,78 @@ async def test_list_follows_continue_tokens_and_falls_back_when_one_expires(
         listing = await api.list(kind="pods")
     assert [i["metadata"]["name"] for i in listing.items] == ["a", "b", "c"]
     assert listing.resource_version == "20"
+
+
+async def test_requests_beyond_the_bound_wait_in_the_client_on_few_connections(
+    server: tuple[Server, str],
+) -> None:
+    srv, host = server
+    active = 0
+    most = 0
+    peers: set[object] = set()
+    release = asyncio.Event()
+
+    async def slow(request: web.Request) -> web.StreamResponse:
+        nonlocal active, most
+        peers.add(request.transport.get_extra_info("peername") if request.transport else None)
+        active += 1
+        most = max(most, active)
+        if most >= 3:
+            release.set()
+        await release.wait()  # hold every answer until the bound is reached
+        active -= 1
+        return web.json_response({"ok": True}, status=201)
+
+    srv.handler = slow
+    c = RestClient(ClientConfig(host=host, qps=-1, burst=0), max_connections=3)
+    async with c:
+        answers_ = await asyncio.gather(
+            *(c.request_json("POST", f"/pods/p{i}/binding", body={}) for i in range(60))
+        )
+    assert answers_ == [{"ok": True}] * 60
+    assert most == 3 and c.max_in_flight == 3 and c.in_flight == 0
+    assert len(peers) <= 3  # kept alive and reused, not one connection per request
+
+
+async def test_open_watches_do_not_take_the_slots_of_requests(server: tuple[Server, str]) -> None:
+    srv, host = server
+    streaming: list[web.StreamResponse] = []
+    hold = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if request.query.get("watch") != "true":
+            return web.json_response({"n": len(srv.requests)})
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        streaming.append(resp)
+        await hold.wait()
+        return resp
+
+    srv.handler = handler
+    c = RestClient(ClientConfig(host=host, qps=-1, burst=0), max_connections=2)
+
+    async def follow(i: int) -> None:
+        async for _ in watch(c, f"/w{i}", resource_version="1", timeout_seconds=60):
+            pass
+
+    async with c:
+        watches = [asyncio.ensure_future(follow(i)) for i in range(5)]
+        try:
+            for _ in range(1000):
+                if len(streaming) == 5:
+                    break
+                await asyncio.sleep(0.01)
+            # Five watches are open on a client bounded to two requests in flight.
+            assert len(streaming) == 5
+            got = await asyncio.wait_for(
+                asyncio.gather(*(c.request_json("GET", "/x") for _ in range(4))), 10
+            )
+            assert len(got) == 4 and c.in_flight == 0
+        finally:
+            hold.set()
+            await asyncio.gather(*watches, return_exceptions=True)
+
+
+def test_the_bound_must_allow_a_request() -> None:
+    with pytest.raises(ValueError, match="max_connections"):
+        RestClient(ClientConfig(host="http://127.0.0.1:1", qps=-1, burst=0), max_connections=0)
