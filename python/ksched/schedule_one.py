@@ -593,13 +593,14 @@ def _begin(sched: Scheduler, info: QueuedPodInfo) -> Framework | None:
 
 def schedule_one(
     sched: Scheduler, info: QueuedPodInfo, placed: Any = None, placed_seconds: float = 0.0
-) -> None:
+) -> bool:
     """Run one scheduling cycle for ``info`` (popped from the queue). ``placed`` is the
     pod's result from :func:`schedule_batch`'s Rust call and ``placed_seconds`` its even
-    share of that call's duration, counted in the attempt's latency."""
+    share of that call's duration, counted in the attempt's latency. False when no node
+    fit the pod (the cycle failed in scheduling, PostFilter has run)."""
     fw = _begin(sched, info)
     if fw is None:
-        return
+        return True
     start = _perf() - placed_seconds
     state = CycleState(record_plugin_metrics=_random() < _SAMPLE)
     node, status, _result = _place(sched, fw, info, state, placed)
@@ -609,12 +610,13 @@ def schedule_one(
         handle_scheduling_failure(
             sched, fw, info, status, start, nominating=state.get(NOMINATING_KEY)
         )
-        return
+        return False
     elapsed = _perf() - start
     # The Rust call covers PreFilter, Filter, PreScore and Score; until it reports each
     # phase, its whole duration is recorded under Filter.
     fw.ok_filter.observe(elapsed)
     _reserve_and_bind(sched, fw, info, state, node, start)
+    return True
 
 
 def _reserve_and_bind(
@@ -677,9 +679,10 @@ def batchable(sched: Scheduler, info: QueuedPodInfo) -> bool:
     )
 
 
-def schedule_batch(sched: Scheduler, infos: list[QueuedPodInfo]) -> None:
+def schedule_batch(sched: Scheduler, infos: list[QueuedPodInfo]) -> bool:
     """Place pods of one scheduling signature with one Rust call, then finish each
-    pod's cycle in order exactly as :func:`schedule_one` would.
+    pod's cycle in order exactly as :func:`schedule_one` would. False when some pod
+    fit no node.
 
     Contract of ``Snapshot.schedule_batch(pods, profile) -> list[ScheduleResult]``: it
     places the pods in order as successive ``schedule`` calls would (same sampling start
@@ -689,15 +692,16 @@ def schedule_batch(sched: Scheduler, infos: list[QueuedPodInfo]) -> None:
     then assumed through the cache here, so the end state equals the one-by-one path.
     """
     if len(infos) == 1:
-        schedule_one(sched, infos[0])
-        return
+        return schedule_one(sched, infos[0])
     fw = sched.frameworks[infos[0].pod.scheduler_name]
     snapshot: Any = sched.cache.snapshot
     began = _perf()
     results = snapshot.schedule_batch([i.compiled for i in infos], fw.profile.kernels)
     share = (_perf() - began) / len(infos)
+    all_placed = True
     for info, result in zip(infos, results, strict=True):
-        schedule_one(sched, info, result, share)
+        all_placed = schedule_one(sched, info, result, share) and all_placed
+    return all_placed
 
 
 # ---- failures --------------------------------------------------------------------------

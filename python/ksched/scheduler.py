@@ -67,6 +67,9 @@ from ksched.schedule_one import (
     skip_pod,
 )
 
+#: Bound on remembered failing signatures (cleared when reached).
+_MAX_UNBATCHED = 4096
+
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
@@ -242,6 +245,8 @@ class Scheduler:
             if batch_size is not None
             else (32 if hasattr(Snapshot, "schedule_batch") else 1)
         )
+        #: Signatures whose last attempt fit no node: their pods go one by one.
+        self._unbatched: set[object] = set()
         self.binder = Binder(self)
         #: Pending pods that no profile of ours handles: uid → schedulerName.
         self._unclaimed: dict[str, str] = {}
@@ -591,16 +596,31 @@ class Scheduler:
                 # HTTP calls: awaited, so informers and bindings go on meanwhile.
                 await schedule_one_async(self, info)
             elif self.batch_size > 1:
-                schedule_batch(self, self._gather_batch(info))
+                key = self.signature(info)
+                if schedule_batch(self, self._gather_batch(info)):
+                    self._unbatched.discard(key)
+                elif key is not None:
+                    if len(self._unbatched) >= _MAX_UNBATCHED:
+                        self._unbatched.clear()
+                    self._unbatched.add(key)
             else:
                 schedule_one(self, info)
             # Let informers and binding tasks run between cycles.
             await asyncio.sleep(0)
 
     def _gather_batch(self, first: Any) -> list[Any]:
-        """``first`` and the activeQ heads with its scheduling signature."""
+        """``first`` and the activeQ heads with its scheduling signature. Pods of a
+        signature whose last attempt fit no node go one by one until one of them fits:
+        each such cycle runs PostFilter (preemption), whose effects (victims deleted,
+        preemptors released) the next pod should see, and batching saves nothing for
+        pods that fail."""
         key = self.signature(first)
-        if key is None or skip_pod(self, first) or not batchable(self, first):
+        if (
+            key is None
+            or key in self._unbatched
+            or skip_pod(self, first)
+            or not batchable(self, first)
+        ):
             return [first]
         more = self.queue.pop_same(
             key,

@@ -20,43 +20,42 @@ use crate::snapshot::Snapshot;
 pub struct Nominated {
     pub uid: String,
     pub priority: i32,
-    /// The nominated node's name: a nomination follows the name (as upstream's nominator
-    /// does), not the slot, which a removed node frees for another.
-    pub node: String,
     pub requests: Vec<(usize, i64)>,
     pub ports: Vec<HostPort>,
 }
 
 #[derive(Clone, Debug, Default)]
 pub struct NominatedPods {
-    by_uid: AHashMap<String, Nominated>,
-    /// Node name → uids nominated there.
-    by_node: AHashMap<String, Vec<String>>,
+    /// uid → the name of the node it is nominated to: a nomination follows the name
+    /// (as upstream's nominator does), not the slot, which a removed node frees for
+    /// another.
+    node_of: AHashMap<String, String>,
+    /// Node name → the pods nominated there, in nomination order. Filtering reads
+    /// this once per node, so the pods are kept here rather than behind their uids.
+    by_node: AHashMap<String, Vec<Nominated>>,
 }
 
 impl NominatedPods {
     pub fn is_empty(&self) -> bool {
-        self.by_uid.is_empty()
+        self.node_of.is_empty()
     }
 
     pub fn len(&self) -> usize {
-        self.by_uid.len()
+        self.node_of.len()
     }
 
-    /// Nominated pods on node `node` that count against a pod of `priority` and `uid`.
-    pub fn against<'a>(
-        &'a self,
-        node: &str,
-        priority: i32,
-        uid: &'a str,
-    ) -> impl Iterator<Item = &'a Nominated> + 'a {
-        self.by_node
-            .get(node)
-            .into_iter()
-            .flatten()
-            .filter_map(move |u| self.by_uid.get(u))
-            .filter(move |n| n.priority >= priority && n.uid != uid)
+    /// The pods nominated to node `node`.
+    #[inline]
+    pub fn on(&self, node: &str) -> &[Nominated] {
+        self.by_node.get(node).map_or(&[], |v| v.as_slice())
     }
+}
+
+/// Whether nominated pod `n` counts against a pod of `priority` and `uid` (equal or
+/// higher priority, not the pod itself).
+#[inline]
+fn counts_against(n: &Nominated, priority: i32, uid: &str) -> bool {
+    n.priority >= priority && n.uid != uid
 }
 
 impl Snapshot {
@@ -69,31 +68,29 @@ impl Snapshot {
             .collect();
         let ports = node_ports::compile(&pod.host_ports, &mut self.interner);
         self.nominated
+            .node_of
+            .insert(pod.uid.clone(), node_name.to_string());
+        self.nominated
             .by_node
             .entry(node_name.to_string())
             .or_default()
-            .push(pod.uid.clone());
-        self.nominated.by_uid.insert(
-            pod.uid.clone(),
-            Nominated {
+            .push(Nominated {
                 uid: pod.uid.clone(),
                 priority: pod.priority,
-                node: node_name.to_string(),
                 requests,
                 ports,
-            },
-        );
+            });
         self.generation += 1;
     }
 
     pub fn clear_nominated(&mut self, uid: &str) -> bool {
-        let Some(n) = self.nominated.by_uid.remove(uid) else {
+        let Some(node) = self.nominated.node_of.remove(uid) else {
             return false;
         };
-        if let Some(v) = self.nominated.by_node.get_mut(&n.node) {
-            v.retain(|u| u != uid);
+        if let Some(v) = self.nominated.by_node.get_mut(&node) {
+            v.retain(|n| n.uid != uid);
             if v.is_empty() {
-                self.nominated.by_node.remove(&n.node);
+                self.nominated.by_node.remove(&node);
             }
         }
         self.generation += 1;
@@ -114,14 +111,9 @@ impl Snapshot {
         freed: &Freed,
     ) -> Option<u64> {
         let i = slot as usize;
-        let mut extra_pods = 0i64;
-        let mut extra: Vec<(usize, i64)> = Vec::new();
-        let mut used_ports: Vec<HostPort> = Vec::new();
-        for n in self.nominated.against(&self.names[i], priority, uid) {
-            extra_pods += 1;
-            extra.extend_from_slice(&n.requests);
-            used_ports.extend_from_slice(&n.ports);
-        }
+        let on_node = self.nominated.on(&self.names[i]);
+        let counted = || on_node.iter().filter(|n| counts_against(n, priority, uid));
+        let extra_pods = counted().count() as i64;
         if extra_pods == 0 {
             return None;
         }
@@ -131,8 +123,8 @@ impl Snapshot {
         }
         if !fit.requests_nothing {
             for (j, &(col, amount)) in fit.checks.iter().enumerate() {
-                let more: i64 = extra
-                    .iter()
+                let more: i64 = counted()
+                    .flat_map(|n| n.requests.iter())
                     .filter(|(c, _)| *c == col)
                     .map(|(_, a)| a)
                     .sum();
@@ -147,11 +139,13 @@ impl Snapshot {
             return Some(mask);
         }
         let conflict = ports.iter().any(|&(proto, ip, port)| {
-            used_ports.iter().any(|&(up, uip, uport)| {
-                up == proto
-                    && uport == port
-                    && (ip == self.bind_all_ip || uip == self.bind_all_ip || uip == ip)
-            })
+            counted()
+                .flat_map(|n| n.ports.iter())
+                .any(|&(up, uip, uport)| {
+                    up == proto
+                        && uport == port
+                        && (ip == self.bind_all_ip || uip == self.bind_all_ip || uip == ip)
+                })
         });
         conflict.then_some(u64::MAX)
     }
