@@ -400,7 +400,7 @@ impl Snapshot {
                 });
             }
         }
-        if !self.nominated.is_empty() {
+        if self.nominated_on[slot as usize] != 0 {
             // Nominated pods of equal or higher priority hold their room on the node.
             if let Some(detail) =
                 self.fits_with_nominated(&st.fit, &st.ports, st.priority, &st.uid, slot, freed)

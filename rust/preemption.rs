@@ -49,12 +49,29 @@ const PARALLEL_CHUNK: usize = 128;
 /// `MaxInt32 + 1`, added to every victim's priority before summing (upstream).
 const PRIORITY_OFFSET: i64 = 1 << 31;
 
+/// What the pods of one slot below a priority would free, remembered while the slot's
+/// pods stay the same (`Snapshot::slot_gen`): most nodes a dry run examines were
+/// examined by the previous preemptor too, and most are ruled out by this alone.
+#[derive(Clone, Debug, Default)]
+pub struct LowerPods {
+    /// `slot_gen + 1` when filled (0: empty).
+    stamp: u64,
+    priority: i32,
+    count: usize,
+    freed: Freed,
+}
+
 /// Per-thread buffers of the arithmetic dry run (one node's pods and freed room).
 #[derive(Default)]
 struct Scratch {
     pods: Vec<u32>,
     freed: Freed,
+    /// A memo computed for the node just evaluated, for the caller to keep.
+    memo: Option<LowerPods>,
 }
+
+/// One node's outcome in a wave, with the memo to keep for it.
+type Evaluated = (u32, Result<Candidate, NotCandidate>, Option<LowerPods>);
 
 /// What the dry run reads of a `policy/v1` PodDisruptionBudget.
 #[derive(Debug)]
@@ -134,13 +151,11 @@ impl Snapshot {
             // one by one (the nodes after the stopping point are simply discarded).
             let wave = if arithmetic { WAVE.min(n - pos) } else { 1 };
             let slots = (pos..pos + wave).map(|i| potential[(offset + i) % n]);
-            let results: Vec<(u32, Result<Candidate, NotCandidate>)> = if arithmetic {
+            let mut results: Vec<Evaluated> = if arithmetic {
                 let slots: Vec<u32> = slots.collect();
                 let eval = |scratch: &mut Scratch, slot: u32| {
-                    (
-                        slot,
-                        self.node_by_arithmetic(profile, &st, slot, pdbs, now, scratch),
-                    )
+                    let found = self.node_by_arithmetic(profile, &st, slot, pdbs, now, scratch);
+                    (slot, found, scratch.memo.take())
                 };
                 if wave >= PARALLEL_MIN_WAVE {
                     slots
@@ -155,14 +170,17 @@ impl Snapshot {
             } else {
                 slots
                     .map(|slot| {
-                        (
-                            slot,
-                            self.node_by_detaching(pod, profile, &st, slot, pdbs, now),
-                        )
+                        let found = self.node_by_detaching(pod, profile, &st, slot, pdbs, now);
+                        (slot, found, None)
                     })
                     .collect()
             };
-            for (slot, found) in results {
+            for (slot, _, memo) in results.iter_mut() {
+                if let Some(m) = memo.take() {
+                    self.lower_pods[*slot as usize] = m;
+                }
+            }
+            for (slot, found, _) in results {
                 out.examined += 1;
                 match found {
                     Ok(c) => {
@@ -304,19 +322,38 @@ impl Snapshot {
         if let Some(why) = Self::prefilter_verdict(st, slot) {
             return Err(why);
         }
-        let Scratch { pods, freed } = scratch;
-        self.lower_priority_pods(slot, st.priority, pods);
-        if pods.is_empty() {
+        let Scratch { pods, freed, memo } = scratch;
+        let i = slot as usize;
+        let stamp = u64::from(self.slot_gen[i]) + 1;
+        let cached = &self.lower_pods[i];
+        let (count, all_freed) = if cached.stamp == stamp && cached.priority == st.priority {
+            (cached.count, &cached.freed)
+        } else {
+            freed.clear();
+            let mut count = 0;
+            for &idx in &self.node_pods[i] {
+                let rec = self.record(idx);
+                if rec.priority < st.priority {
+                    freed.add(&rec.requests, 1);
+                    count += 1;
+                }
+            }
+            *memo = Some(LowerPods {
+                stamp,
+                priority: st.priority,
+                count,
+                freed: freed.clone(),
+            });
+            (count, &*freed)
+        };
+        if count == 0 {
             return Err(NotCandidate::NoVictims);
         }
-        freed.pods = 0;
-        freed.amounts.clear();
-        for &idx in pods.iter() {
-            freed.add(&self.record(idx).requests, 1);
-        }
-        if let Some(r) = self.filter_node_freed(profile, st, slot, freed) {
+        if let Some(r) = self.filter_node_freed(profile, st, slot, all_freed) {
             return Err(NotCandidate::Rejected(r));
         }
+        let mut freed = all_freed.clone();
+        self.lower_priority_pods(slot, st.priority, pods);
         self.sort_by_importance(pods, now);
         let (ordered, num_violating) = self.split_by_pdb(std::mem::take(pods), pdbs);
         let mut victims = Vec::new();
@@ -324,7 +361,7 @@ impl Snapshot {
         for (k, &idx) in ordered.iter().enumerate() {
             let rec = self.record(idx);
             freed.add(&rec.requests, -1);
-            if self.filter_node_freed(profile, st, slot, freed).is_some() {
+            if self.filter_node_freed(profile, st, slot, &freed).is_some() {
                 freed.add(&rec.requests, 1);
                 victims.push(self.victim(rec, now));
                 violations += usize::from(k < num_violating);

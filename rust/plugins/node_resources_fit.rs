@@ -204,36 +204,58 @@ pub fn prefilter(snap: &mut Snapshot, pod: &CompiledPod, args: &FitArgs) -> Filt
     }
 }
 
+/// Resource columns a `Freed` holds without a heap allocation.
+const FREED_INLINE: usize = 6;
+
 /// Room freed on a node by pods taken off it hypothetically: preemption's dry run
-/// evaluates a node "without these victims" without touching the snapshot.
+/// evaluates a node "without these victims" without touching the snapshot. The amounts
+/// of up to `FREED_INLINE` columns live inline (pods rarely request more resources).
 #[derive(Clone, Debug, Default)]
 pub struct Freed {
     pub pods: i64,
-    /// `(column, amount)`, one entry per column.
-    pub amounts: Vec<(usize, i64)>,
+    len: usize,
+    inline: [(usize, i64); FREED_INLINE],
+    spill: Vec<(usize, i64)>,
 }
 
 impl Freed {
     pub const NONE: Freed = Freed {
         pods: 0,
-        amounts: Vec::new(),
+        len: 0,
+        inline: [(0, 0); FREED_INLINE],
+        spill: Vec::new(),
     };
 
     #[inline]
     pub fn of(&self, col: usize) -> i64 {
-        self.amounts
+        if let Some(&(_, a)) = self.inline[..self.len].iter().find(|(c, _)| *c == col) {
+            return a;
+        }
+        self.spill
             .iter()
             .find(|(c, _)| *c == col)
             .map_or(0, |&(_, a)| a)
+    }
+
+    pub fn clear(&mut self) {
+        self.pods = 0;
+        self.len = 0;
+        self.spill.clear();
     }
 
     /// Count one pod with these requests as freed (`sign` 1) or back on the node (-1).
     pub fn add(&mut self, requests: &[(usize, i64)], sign: i64) {
         self.pods += sign;
         for &(col, amount) in requests {
-            match self.amounts.iter_mut().find(|(c, _)| *c == col) {
-                Some(e) => e.1 += sign * amount,
-                None => self.amounts.push((col, sign * amount)),
+            if let Some(e) = self.inline[..self.len].iter_mut().find(|(c, _)| *c == col) {
+                e.1 += sign * amount;
+            } else if let Some(e) = self.spill.iter_mut().find(|(c, _)| *c == col) {
+                e.1 += sign * amount;
+            } else if self.len < FREED_INLINE {
+                self.inline[self.len] = (col, sign * amount);
+                self.len += 1;
+            } else {
+                self.spill.push((col, sign * amount));
             }
         }
     }

@@ -112,6 +112,11 @@ pub struct Snapshot {
     free_pods: Vec<u32>,
     /// The pods (slab indices) accounted on each slot, in the order they arrived.
     pub node_pods: Vec<Vec<u32>>,
+    /// Bumped whenever the pods accounted on a slot change or the slot changes hands.
+    pub slot_gen: Vec<u32>,
+    /// Preemption's per-slot memo of what the pods below some priority would free
+    /// (valid while `slot_gen` stays), see `preemption`.
+    pub(crate) lower_pods: Vec<crate::preemption::LowerPods>,
     /// Host ports in use per node.
     pub node_ports: Vec<Vec<HostPort>>,
     /// `(image name id, size)` per node, and how many nodes hold each image name.
@@ -125,6 +130,9 @@ pub struct Snapshot {
     pub count_cache: counts::CountCache,
     /// Pods nominated to nodes by preemption.
     pub nominated: nominated::NominatedPods,
+    /// How many pods are nominated to each slot's node (by name), so filtering skips
+    /// the nominations lookup for the other nodes.
+    pub nominated_on: Vec<u32>,
     /// Existing pods' required anti-affinity terms, grouped.
     pub anti_index: anti::AntiIndex,
 
@@ -173,6 +181,8 @@ impl Snapshot {
             pod_index: AHashMap::new(),
             free_pods: Vec::new(),
             node_pods: Vec::new(),
+            slot_gen: Vec::new(),
+            lower_pods: Vec::new(),
             node_ports: Vec::new(),
             node_images: Vec::new(),
             image_nodes: AHashMap::new(),
@@ -180,6 +190,7 @@ impl Snapshot {
             bind_all_ip: 0,
             count_cache: counts::CountCache::default(),
             nominated: nominated::NominatedPods::default(),
+            nominated_on: Vec::new(),
             anti_index: anti::AntiIndex::default(),
             tree: NodeTree::default(),
             order: Vec::new(),
@@ -283,6 +294,9 @@ impl Snapshot {
                 }
                 self.node_labels.push(Vec::new());
                 self.node_pods.push(Vec::new());
+                self.slot_gen.push(0);
+                self.nominated_on.push(0);
+                self.lower_pods.push(Default::default());
                 self.node_ports.push(Vec::new());
                 self.node_images.push(Vec::new());
                 self.count_cache.grow();
@@ -290,6 +304,8 @@ impl Snapshot {
             }
         };
         let i = slot as usize;
+        self.slot_gen[i] = self.slot_gen[i].wrapping_add(1);
+        self.nominated_on[i] = self.nominated.on(name).len() as u32;
         self.names[i] = Arc::from(name);
         self.in_use[i] = true;
         self.by_name.insert(name.to_owned(), slot);
@@ -309,6 +325,7 @@ impl Snapshot {
         self.non_zero_memory[i] = 0;
         self.clear_node_fields(slot);
         self.node_pods[i].clear();
+        self.nominated_on[i] = 0;
         self.node_ports[i].clear();
         self.free.push(slot);
     }
@@ -473,6 +490,7 @@ impl Snapshot {
     /// Preemption's dry run re-attaches the records it detached.
     pub(crate) fn attach(&mut self, rec: PodRecord) -> u32 {
         let i = rec.slot as usize;
+        self.slot_gen[i] = self.slot_gen[i].wrapping_add(1);
         for (col, amount) in &rec.requests {
             self.requested[*col][i] += amount;
         }
@@ -505,6 +523,7 @@ impl Snapshot {
         self.update_counts(&rec, -1);
         self.free_pods.push(idx);
         let i = rec.slot as usize;
+        self.slot_gen[i] = self.slot_gen[i].wrapping_add(1);
         for (col, amount) in &rec.requests {
             self.requested[*col][i] -= amount;
         }

@@ -80,6 +80,9 @@ impl Snapshot {
                 requests,
                 ports,
             });
+        if let Some(slot) = self.slot_of(node_name) {
+            self.nominated_on[slot as usize] += 1;
+        }
         self.generation += 1;
     }
 
@@ -92,6 +95,10 @@ impl Snapshot {
             if v.is_empty() {
                 self.nominated.by_node.remove(&node);
             }
+        }
+        if let Some(slot) = self.slot_of(&node) {
+            let n = &mut self.nominated_on[slot as usize];
+            *n = n.saturating_sub(1);
         }
         self.generation += 1;
         true

@@ -214,7 +214,11 @@ impl Snapshot {
                 .iter()
                 .filter(|f| !f.unresolvable)
                 .filter_map(|f| {
-                    if self.names.get(f.slot as usize) == Some(&f.name) && live(f.slot) {
+                    let same = self
+                        .names
+                        .get(f.slot as usize)
+                        .is_some_and(|n| Arc::ptr_eq(n, &f.name));
+                    if same && live(f.slot) {
                         Some(f.slot)
                     } else {
                         self.slot_of(&f.name).filter(|&s| live(s))
