@@ -69,3 +69,38 @@ async def test_batching_places_pods_exactly_as_one_by_one(batch_size: int):
     assert batched == one_by_one
     assert batches and max(batches) > 1  # batches really happened
     assert max(batches) <= batch_size
+
+
+async def test_a_signature_whose_pods_fit_nowhere_is_tried_one_pod_at_a_time():
+    """After a batch with a pod that fit no node, pods of that signature go one by one
+    (each failing cycle runs preemption, whose effects the next pod must see), until
+    one of them fits again."""
+    c = InMemoryCluster()
+    c.create("nodes", make_node("n0", cpu="1", memory="8Gi"))
+    for i in range(20):
+        c.create("pods", make_pod(f"big{i}", cpu="2"))  # fits nowhere
+    sched = Scheduler(c, {"default-scheduler": default_profile()}, seed=7, batch_size=8)
+    wrapper = CountingSnapshot(sched.cache.snapshot)
+    sched.cache.snapshot = wrapper  # type: ignore[assignment]
+    await sched.start()
+    task = asyncio.get_running_loop().create_task(sched.run())
+    deadline = asyncio.get_running_loop().time() + 10
+    while sched.stats.unschedulable < 20:
+        assert asyncio.get_running_loop().time() < deadline, "not every pod was tried"
+        await asyncio.sleep(0.002)
+    # The first batch failed; the twelve pods left were tried alone (no batch calls).
+    assert wrapper.batches == [8]
+    # Once a pod of the signature fits, batching resumes.
+    c.create("nodes", make_node("n1", cpu="64", memory="64Gi"))
+    while sum(1 for p in c.objects("pods") if p["spec"].get("nodeName")) < 20:
+        assert asyncio.get_running_loop().time() < deadline + 20, "pods not bound"
+        await asyncio.sleep(0.002)
+    for i in range(8):
+        c.create("pods", make_pod(f"more{i}", cpu="2"))
+    while sum(1 for p in c.objects("pods") if p["spec"].get("nodeName")) < 28:
+        assert asyncio.get_running_loop().time() < deadline + 30, "pods not bound"
+        await asyncio.sleep(0.002)
+    await sched.shutdown()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert len(wrapper.batches) >= 2 and max(wrapper.batches[1:]) > 1
