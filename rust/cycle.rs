@@ -773,6 +773,10 @@ impl Snapshot {
                     need * pos / feasible.len()
                 };
                 let wave = estimate.max(MIN_WAVE).min(n - pos);
+                if feasible.is_empty() && pos > 0 && out.failures.capacity() < n {
+                    // Likely a pod that fits nowhere: make room for every rejection once.
+                    out.failures.reserve(n - out.failures.len());
+                }
                 for (off, (slot, verdict)) in self
                     .filter_wave(order, start, pos..pos + wave, profile, st)
                     .into_iter()

@@ -162,16 +162,22 @@ impl Snapshot {
             // Reasons depend on the plugin and its detail only, except TaintToleration's
             // (which names the node's taint): format each distinct one once.
             let mut seen: ahash::AHashMap<(Plugin, u64), usize> = ahash::AHashMap::new();
+            let mut last: Option<((Plugin, u64), usize)> = None;
             failed.reserve(out.failures.len());
             for (slot, r) in &out.failures {
                 let mut format = || {
                     reason_sets.push(self.reasons(st, *slot, r));
                     reason_sets.len() - 1
                 };
+                let key = (r.plugin, r.detail);
                 let reasons = if r.plugin == Plugin::TaintToleration {
                     format()
+                } else if let Some((_, i)) = last.filter(|(k, _)| *k == key) {
+                    i // neighbouring nodes mostly fail alike: no hash lookup
                 } else {
-                    *seen.entry((r.plugin, r.detail)).or_insert_with(format)
+                    let i = *seen.entry(key).or_insert_with(format);
+                    last = Some((key, i));
+                    i
                 };
                 failed.push(Failed {
                     slot: *slot,
