@@ -29,7 +29,7 @@ import socket
 import uuid
 from collections import Counter
 from collections.abc import Collection, Coroutine, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from ksched._core import CompiledPod, Snapshot
 from ksched.api.errors import InvalidObjectError
@@ -90,6 +90,28 @@ def _scheduling_relevant_change(old: Obj, new: Obj) -> bool:
     return any(
         os_.get(f) != ns.get(f)
         for f in ("nominatedNodeName", "resourceClaimStatuses", "extendedResourceClaimStatus")
+    )
+
+
+_MISSING: Final = object()
+
+
+def _only_conditions_changed(old: Obj, new: Obj) -> bool:
+    """Whether an update of a bound pod changed nothing but ``status.conditions`` (and
+    bookkeeping metadata): the kubelet's most frequent update, and the
+    ``DisruptionTarget`` condition preemption puts on a victim. Nothing the scheduler
+    reads of a bound pod is in its conditions (preemption reads them only on pods being
+    deleted, whose ``deletionTimestamp`` update goes through)."""
+    if old.get("spec") != new.get("spec"):
+        return False
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    if any(om.get(f) != nm.get(f) for f in ("labels", "annotations", "deletionTimestamp", "uid")):
+        return False
+    os_, ns = old.get("status") or {}, new.get("status") or {}
+    return all(
+        os_.get(k, _MISSING) == ns.get(k, _MISSING)
+        for k in os_.keys() | ns.keys()
+        if k != "conditions"
     )
 
 
@@ -499,6 +521,10 @@ class Scheduler:
             # Our own binding, confirmed; no pending pod could care (fast path).
             return
         if node:
+            if (old.get("spec") or {}).get("nodeName") == node and _only_conditions_changed(
+                old, new
+            ):
+                return
             pod = self._parse_pod(new)
             if pod is None:
                 return
