@@ -353,6 +353,10 @@ impl Snapshot {
     /// `filter_node` as if the room `freed` were free too (preemption's dry run; valid
     /// only while the pod's active filters other than NodeResourcesFit do not look at
     /// the node's pods, see `preemption`).
+    ///
+    /// A node with nominated pods that count against the pod is filtered twice, as
+    /// upstream's `RunFilterPluginsWithNominatedPods`: with those pods added (see
+    /// `nominated`), then as it is; the first failure is the node's.
     #[inline]
     pub fn filter_node_freed(
         &self,
@@ -361,38 +365,13 @@ impl Snapshot {
         slot: u32,
         freed: &Freed,
     ) -> Option<Reject> {
+        if self.nominated_on[slot as usize] != 0 {
+            if let Some(r) = self.filter_with_nominated(st, slot, freed) {
+                return Some(r);
+            }
+        }
         for &plugin in &st.active_filters {
-            let rejected: Option<(bool, u64)> = match plugin {
-                Plugin::NodeUnschedulable => (!node_unschedulable::filter(
-                    self.unschedulable[slot as usize],
-                    st.tolerates_unschedulable,
-                ))
-                .then_some((true, 0)),
-                Plugin::NodeName => (!node_name::filter(st.node_name, slot)).then_some((true, 0)),
-                Plugin::TaintToleration => {
-                    taint_toleration::filter(self, &st.taints, slot).map(|d| (true, d))
-                }
-                Plugin::NodeAffinity => {
-                    node_affinity::filter(self, &st.node_affinity, slot).map(|d| (true, d))
-                }
-                Plugin::NodePorts => (!st.ports.is_empty()
-                    && !node_ports::filter(self, &st.ports, self.bind_all_ip, slot))
-                .then_some((false, 0)),
-                Plugin::NodeResourcesFit => fit::filter(self, &st.fit, slot, freed),
-                Plugin::PodTopologySpread => {
-                    pts::filter(self, &st.spread, slot).map(|d| (d == 0, d))
-                }
-                Plugin::InterPodAffinity => ipa::filter(
-                    &st.ipa,
-                    |k| {
-                        let v = self.label(slot, k);
-                        (v != 0).then_some(v)
-                    },
-                    &self.node_labels[slot as usize],
-                ),
-                Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => None,
-            };
-            if let Some((unresolvable, detail)) = rejected {
+            if let Some((unresolvable, detail)) = self.filter_plugin(plugin, st, slot, freed) {
                 return Some(Reject {
                     plugin,
                     unresolvable,
@@ -400,20 +379,102 @@ impl Snapshot {
                 });
             }
         }
-        if self.nominated_on[slot as usize] != 0 {
-            // Nominated pods of equal or higher priority hold their room on the node.
-            if let Some(detail) =
-                self.fits_with_nominated(&st.fit, &st.ports, st.priority, &st.uid, slot, freed)
-            {
-                let plugin = if detail == u64::MAX {
-                    Plugin::NodePorts
-                } else {
-                    Plugin::NodeResourcesFit
-                };
+        None
+    }
+
+    /// One Filter plugin on one node: `None` when it passes, else `(unresolvable, detail)`.
+    #[inline(always)]
+    fn filter_plugin(
+        &self,
+        plugin: Plugin,
+        st: &PodState,
+        slot: u32,
+        freed: &Freed,
+    ) -> Option<(bool, u64)> {
+        match plugin {
+            Plugin::NodeUnschedulable => (!node_unschedulable::filter(
+                self.unschedulable[slot as usize],
+                st.tolerates_unschedulable,
+            ))
+            .then_some((true, 0)),
+            Plugin::NodeName => (!node_name::filter(st.node_name, slot)).then_some((true, 0)),
+            Plugin::TaintToleration => {
+                taint_toleration::filter(self, &st.taints, slot).map(|d| (true, d))
+            }
+            Plugin::NodeAffinity => {
+                node_affinity::filter(self, &st.node_affinity, slot).map(|d| (true, d))
+            }
+            Plugin::NodePorts => (!st.ports.is_empty()
+                && !node_ports::filter(self, &st.ports, self.bind_all_ip, slot))
+            .then_some((false, 0)),
+            Plugin::NodeResourcesFit => fit::filter(self, &st.fit, slot, freed),
+            Plugin::PodTopologySpread => pts::filter(self, &st.spread, slot).map(|d| (d == 0, d)),
+            Plugin::InterPodAffinity => ipa::filter(
+                &st.ipa,
+                |k| {
+                    let v = self.label(slot, k);
+                    (v != 0).then_some(v)
+                },
+                &self.node_labels[slot as usize],
+            ),
+            Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => None,
+        }
+    }
+
+    /// The first pass of `filter_node_freed` on a node with nominated pods: every Filter
+    /// with the nominated pods of equal or higher priority (other than the pod itself)
+    /// added to the node and, through the plugins' `AddPod`, to the PreFilter state.
+    /// `None` when it passes or no such pod is nominated there.
+    #[inline(never)]
+    fn filter_with_nominated(&self, st: &PodState, slot: u32, freed: &Freed) -> Option<Reject> {
+        let added = self.nominated_against(slot, st.priority, &st.uid);
+        added.clone().next()?;
+        let node_label = |k| {
+            let v = self.label(slot, k);
+            (v != 0).then_some(v)
+        };
+        for &plugin in &st.active_filters {
+            let rejected = match plugin {
+                Plugin::NodeResourcesFit => {
+                    let mut with = freed.clone();
+                    for p in added.clone() {
+                        with.add(&p.requests, -1);
+                    }
+                    fit::filter(self, &st.fit, slot, &with)
+                }
+                Plugin::NodePorts => (!st.ports.is_empty()
+                    && (!node_ports::filter(self, &st.ports, self.bind_all_ip, slot)
+                        || self.ports_conflict(&st.ports, added.clone())))
+                .then_some((false, 0)),
+                Plugin::PodTopologySpread => pts::filter_with_pods(
+                    self,
+                    &st.spread,
+                    slot,
+                    st.namespace,
+                    added.clone(),
+                    &st.node_affinity.required,
+                    &st.taints,
+                )
+                .map(|d| (d == 0, d)),
+                Plugin::InterPodAffinity => ipa::filter_with_pods(
+                    &st.ipa,
+                    node_label,
+                    &self.node_labels[slot as usize],
+                    &ipa::Incoming {
+                        namespace: st.namespace,
+                        namespace_labels: self.namespace_labels(st.namespace).unwrap_or(&[]),
+                        labels: &st.labels,
+                    },
+                    |ns| self.namespace_labels(ns),
+                    added.clone(),
+                ),
+                _ => self.filter_plugin(plugin, st, slot, freed),
+            };
+            if let Some((unresolvable, detail)) = rejected {
                 return Some(Reject {
                     plugin,
-                    unresolvable: false,
-                    detail: if detail == u64::MAX { 0 } else { detail },
+                    unresolvable,
+                    detail,
                 });
             }
         }

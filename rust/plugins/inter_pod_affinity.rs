@@ -30,6 +30,7 @@ use pyo3::types::PyDict;
 use crate::args::{self, get};
 use crate::selector::{label_value, LabelSelectorSpec, SelOp, Selector};
 use crate::snapshot::intern::Interner;
+use crate::snapshot::PodRecord;
 
 pub const NAME: &str = "InterPodAffinity";
 pub const ERR_REASON_EXISTING_ANTI_AFFINITY: &str =
@@ -349,6 +350,42 @@ pub fn add_count(m: &mut TopologyCounts, key: u32, value: Option<u32>, delta: i6
     }
 }
 
+/// Read access to topology pair counts: the PreFilter state's, or those plus the pods
+/// added to one node (`filter_with_pods`).
+trait Counts {
+    fn get(&self, key: u32, value: u32) -> i64;
+    fn is_empty(&self) -> bool;
+}
+
+impl Counts for TopologyCounts {
+    #[inline]
+    fn get(&self, key: u32, value: u32) -> i64 {
+        TopologyCounts::get(self, key, value)
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        TopologyCounts::is_empty(self)
+    }
+}
+
+/// PreFilter counts plus one per `(key, value)` in `added` (pairs of the node the pods
+/// were added to; counts only grow, so no entry returns to 0).
+struct Plus<'a> {
+    base: &'a TopologyCounts,
+    added: &'a [(u32, u32)],
+}
+
+impl Counts for Plus<'_> {
+    fn get(&self, key: u32, value: u32) -> i64 {
+        self.base.get(key, value) + self.added.iter().filter(|&&p| p == (key, value)).count() as i64
+    }
+
+    fn is_empty(&self) -> bool {
+        self.base.is_empty() && self.added.is_empty()
+    }
+}
+
 /// Filter: the first failing check's reason, or `None`.
 #[inline]
 pub fn filter(
@@ -359,43 +396,142 @@ pub fn filter(
     if !st.active {
         return None;
     }
+    check(
+        st,
+        &st.affinity_counts,
+        &st.anti_affinity_counts,
+        &st.existing_anti_affinity_counts,
+        node_label,
+        node_labels,
+    )
+}
+
+#[inline(always)]
+fn check<C: Counts>(
+    st: &IpaFilterState,
+    affinity_counts: &C,
+    anti_affinity_counts: &C,
+    existing_anti_affinity_counts: &C,
+    node_label: impl Fn(u32) -> Option<u32>,
+    node_labels: &[(u32, u32)],
+) -> Option<(bool, u64)> {
     // Incoming pod's required affinity.
     if !st.terms.affinity_required.is_empty() {
         let mut pods_exist = true;
         for t in &st.terms.affinity_required {
             match node_label(t.topology_key) {
                 Some(v) => {
-                    if st.affinity_counts.get(t.topology_key, v) <= 0 {
+                    if affinity_counts.get(t.topology_key, v) <= 0 {
                         pods_exist = false;
                     }
                 }
                 None => return Some((true, 0)),
             }
         }
-        let first_of_series = st.affinity_counts.is_empty() && st.self_matches_affinity;
+        let first_of_series = affinity_counts.is_empty() && st.self_matches_affinity;
         if !pods_exist && !first_of_series {
             return Some((true, 0));
         }
     }
     // Incoming pod's required anti-affinity.
-    if !st.anti_affinity_counts.is_empty() {
+    if !anti_affinity_counts.is_empty() {
         for t in &st.terms.anti_required {
             if let Some(v) = node_label(t.topology_key) {
-                if st.anti_affinity_counts.get(t.topology_key, v) > 0 {
+                if anti_affinity_counts.get(t.topology_key, v) > 0 {
                     return Some((false, 1));
                 }
             }
         }
     }
     // Existing pods' anti-affinity.
-    if !st.existing_anti_affinity_counts.is_empty() {
+    if !existing_anti_affinity_counts.is_empty() {
         for &(k, v) in node_labels {
-            if st.existing_anti_affinity_counts.get(k, v) > 0 {
+            if existing_anti_affinity_counts.get(k, v) > 0 {
                 return Some((false, 2));
             }
         }
     }
     None
+}
+
+/// The incoming pod as the terms of pods added to a node see it.
+pub struct Incoming<'a> {
+    pub namespace: u32,
+    /// Its namespace's labels (empty when the namespace is not known).
+    pub namespace_labels: &'a [(u32, u32)],
+    pub labels: &'a [(u32, u32)],
+}
+
+/// Filter with pods `added` to the node first, as upstream's `AddPod` then `Filter`:
+/// an added pod's required anti-affinity terms matching the incoming pod count in the
+/// node's domain for the term's key (existing anti-affinity), and an added pod matching
+/// all of the incoming pod's required affinity terms, or one of its required
+/// anti-affinity terms, counts in the node's domain for that term's key. `ns_labels`
+/// gives a namespace's labels (`None`: not known). Nothing is added when upstream's
+/// PreFilter skips the plugin for this pod (no required terms of its own and no
+/// existing pod's anti-affinity term matching it).
+pub fn filter_with_pods<'a>(
+    st: &IpaFilterState,
+    node_label: impl Fn(u32) -> Option<u32>,
+    node_labels: &[(u32, u32)],
+    incoming: &Incoming<'_>,
+    ns_labels: impl Fn(u32) -> Option<&'a [(u32, u32)]>,
+    added: impl Iterator<Item = &'a PodRecord>,
+) -> Option<(bool, u64)> {
+    let terms = &st.terms;
+    if !st.active
+        || (st.existing_anti_affinity_counts.is_empty()
+            && terms.affinity_required.is_empty()
+            && terms.anti_required.is_empty())
+    {
+        return None;
+    }
+    let mut existing: Vec<(u32, u32)> = Vec::new();
+    let mut affinity: Vec<(u32, u32)> = Vec::new();
+    let mut anti: Vec<(u32, u32)> = Vec::new();
+    let pair = |out: &mut Vec<(u32, u32)>, key: u32| {
+        if let Some(v) = node_label(key) {
+            out.push((key, v));
+        }
+    };
+    for p in added {
+        if let Some(a) = &p.affinity {
+            for t in &a.anti_required {
+                if t.matches(
+                    incoming.namespace,
+                    Some(incoming.namespace_labels),
+                    incoming.labels,
+                ) {
+                    pair(&mut existing, t.topology_key);
+                }
+            }
+        }
+        let p_ns_labels = ns_labels(p.namespace);
+        if !terms.affinity_required.is_empty()
+            && terms
+                .affinity_required
+                .iter()
+                .all(|t| t.matches(p.namespace, p_ns_labels, &p.labels))
+        {
+            for t in &terms.affinity_required {
+                pair(&mut affinity, t.topology_key);
+            }
+        }
+        for t in &terms.anti_required {
+            if t.matches(p.namespace, p_ns_labels, &p.labels) {
+                pair(&mut anti, t.topology_key);
+            }
+        }
+    }
+    let plus = |base, added| Plus { base, added };
+    check(
+        st,
+        &plus(&st.affinity_counts, &affinity),
+        &plus(&st.anti_affinity_counts, &anti),
+        &plus(&st.existing_anti_affinity_counts, &existing),
+        node_label,
+        node_labels,
+    )
 }
 
 pub fn reason(detail: u64) -> &'static str {

@@ -30,7 +30,7 @@ use super::taint_toleration::TaintState;
 use crate::args::{self, get};
 use crate::selector::{label_value, LabelSelectorSpec, SelOp, Selector};
 use crate::snapshot::counts::PodPredicate;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{PodRecord, Snapshot};
 
 pub const NAME: &str = "PodTopologySpread";
 pub const ERR_REASON_CONSTRAINTS_NOT_MATCH: &str =
@@ -348,8 +348,23 @@ impl DomainCounts {
         self.domains == 0
     }
 
-    fn min(&self) -> Option<i64> {
-        self.counts.iter().copied().filter(|&c| c >= 0).min()
+    /// The smallest and second smallest counts over the domains (equal when two
+    /// domains share the minimum), `None` for what does not exist.
+    fn two_smallest(&self) -> (Option<i64>, Option<i64>) {
+        let (mut first, mut second) = (i64::MAX, i64::MAX);
+        for &c in &self.counts {
+            if c < 0 {
+                continue;
+            }
+            if c < first {
+                second = first;
+                first = c;
+            } else if c < second {
+                second = c;
+            }
+        }
+        let some = |v: i64| (v != i64::MAX).then_some(v);
+        (some(first), some(second))
     }
 }
 
@@ -388,6 +403,10 @@ pub struct SpreadFilterState {
     pub domain_counts: Vec<DomainCounts>,
     /// Per constraint: the minimum over domains (0 below minDomains).
     pub min_match: Vec<i64>,
+    /// Per constraint: the second smallest count over domains (the minimum again when
+    /// two domains share it; `i32::MAX` with a single domain): what the minimum becomes
+    /// when pods are added to the only domain at the minimum (`filter_with_pods`).
+    pub second_match: Vec<i64>,
     /// Per constraint: whether the incoming pod matches its own selector.
     pub self_match: Vec<i64>,
 }
@@ -441,17 +460,17 @@ pub fn prefilter(
             }
         }
     }
-    let min_match = constraints
-        .iter()
-        .zip(&domain_counts)
-        .map(|(c, dc)| {
-            if (dc.len() as i64) < c.min_domains {
-                0
-            } else {
-                dc.min().unwrap_or(i32::MAX as i64)
-            }
-        })
-        .collect();
+    let mut min_match = Vec::with_capacity(constraints.len());
+    let mut second_match = Vec::with_capacity(constraints.len());
+    for (c, dc) in constraints.iter().zip(&domain_counts) {
+        let (first, second) = dc.two_smallest();
+        min_match.push(if (dc.len() as i64) < c.min_domains {
+            0
+        } else {
+            first.unwrap_or(i32::MAX as i64)
+        });
+        second_match.push(second.unwrap_or(i32::MAX as i64));
+    }
     let self_match = constraints
         .iter()
         .map(|c| i64::from(c.selector.matches(pod_labels)))
@@ -460,6 +479,7 @@ pub fn prefilter(
         constraints,
         domain_counts,
         min_match,
+        second_match,
         self_match,
     }
 }
@@ -474,6 +494,51 @@ pub fn filter(snap: &Snapshot, st: &SpreadFilterState, slot: u32) -> Option<u64>
         }
         let matched = st.domain_counts[i].get(v);
         if matched + st.self_match[i] - st.min_match[i] > c.max_skew {
+            return Some(1);
+        }
+    }
+    None
+}
+
+/// Filter with pods `added` to `slot` first, as upstream's `AddPod` then `Filter`: a pod
+/// in the incoming pod's namespace (`ns`) that matches a constraint's selector counts in
+/// the node's domain when the node has every constraint's topology key and passes that
+/// constraint's node inclusion policies, and the minimum becomes what the critical
+/// paths hold after the update (the true minimum over the domains: it only moves when
+/// the node's domain was the only one at the minimum).
+pub fn filter_with_pods<'a>(
+    snap: &Snapshot,
+    st: &SpreadFilterState,
+    slot: u32,
+    ns: u32,
+    added: impl Iterator<Item = &'a PodRecord> + Clone,
+    affinity: &RequiredNodeAffinity,
+    taints: &TaintState,
+) -> Option<u64> {
+    let counted = has_all_keys(snap, &st.constraints, slot);
+    for (i, c) in st.constraints.iter().enumerate() {
+        let v = snap.label(slot, c.key);
+        if v == 0 {
+            return Some(0);
+        }
+        let before = st.domain_counts[i].get(v);
+        let more = if counted && included(snap, c, slot, affinity, taints) {
+            added
+                .clone()
+                .filter(|p| p.namespace == ns && c.selector.matches(&p.labels))
+                .count() as i64
+        } else {
+            0
+        };
+        let min = if more == 0
+            || before != st.min_match[i]
+            || (st.domain_counts[i].len() as i64) < c.min_domains
+        {
+            st.min_match[i]
+        } else {
+            (before + more).min(st.second_match[i])
+        };
+        if before + more + st.self_match[i] - min > c.max_skew {
             return Some(1);
         }
     }

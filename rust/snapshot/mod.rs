@@ -450,6 +450,13 @@ impl Snapshot {
             self.remove_pod(&pod.uid);
         }
         let slot = self.alloc_slot(node_name);
+        let rec = self.pod_record(pod, slot, assumed);
+        self.attach(rec);
+    }
+
+    /// `pod` compiled into a record for `slot` (interning what it names), not yet
+    /// accounted anywhere. Nominated pods keep such a record too (see `nominated`).
+    pub(crate) fn pod_record(&mut self, pod: &CompiledPod, slot: u32, assumed: bool) -> PodRecord {
         let requests = pod
             .requests
             .iter()
@@ -468,7 +475,7 @@ impl Snapshot {
             )))
         };
         let host_ports = node_ports::compile(&pod.host_ports, &mut self.interner);
-        self.attach(PodRecord {
+        PodRecord {
             uid: pod.uid.clone(),
             name: pod.name.clone(),
             slot,
@@ -483,7 +490,7 @@ impl Snapshot {
             deleting: pod.deleting,
             affinity,
             host_ports,
-        });
+        }
     }
 
     /// Account a pod record on its slot (which must be allocated); returns its index.

@@ -1,28 +1,28 @@
 //! Nominated pods: pods that preemption placed on a node and that wait for their victims
 //! to leave (`status.nominatedNodeName`).
 //!
-//! As upstream's `RunFilterPluginsWithNominatedPods`, a node that hosts nominated pods of
-//! equal or higher priority than the pod being scheduled (other than the pod itself) must
-//! fit the pod with those pods' requests and host ports added too, so a lower-priority pod
-//! cannot take the room preemption freed. ksched accounts their resources, pod count and
-//! host ports; unlike upstream it does not add them to PodTopologySpread and
-//! InterPodAffinity counts (documented in the README).
+//! As upstream's `RunFilterPluginsWithNominatedPods`, when pods of equal or higher
+//! priority than the pod being scheduled (other than the pod itself) are nominated to a
+//! node, the node's Filters run twice: first with those pods added to the node (their
+//! requests, pod slots and host ports) and to the PreFilter state as the plugins'
+//! `AddPod` extensions would (PodTopologySpread counts them in the node's domain and
+//! recomputes the minimum as its critical paths would; InterPodAffinity counts their
+//! required anti-affinity terms matching the pod, and their match of the pod's required
+//! (anti-)affinity terms, in the node's domains), then as the node is. The node fits
+//! only if both passes pass; a failure of the first pass is the one reported. A nominated
+//! pod is kept as a [`PodRecord`] compiled like an accounted pod's (`pod_record`).
+//!
+//! Filtering looks the nominations up only for nodes that have some
+//! (`Snapshot::nominated_on`), so other nodes cost what they did without nominations.
 
 use ahash::AHashMap;
 
-use crate::plugins::node_ports::{self, HostPort};
-use crate::plugins::node_resources_fit::{FilterState, Freed};
+use crate::plugins::node_ports::HostPort;
 use crate::pod::CompiledPod;
-use crate::snapshot::resources::PODS;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{PodRecord, Snapshot};
 
-#[derive(Clone, Debug)]
-pub struct Nominated {
-    pub uid: String,
-    pub priority: i32,
-    pub requests: Vec<(usize, i64)>,
-    pub ports: Vec<HostPort>,
-}
+/// The slot of a nominated pod's record: it is accounted on no slot.
+const NOT_ACCOUNTED: u32 = u32::MAX;
 
 #[derive(Clone, Debug, Default)]
 pub struct NominatedPods {
@@ -32,7 +32,7 @@ pub struct NominatedPods {
     node_of: AHashMap<String, String>,
     /// Node name → the pods nominated there, in nomination order. Filtering reads
     /// this once per node, so the pods are kept here rather than behind their uids.
-    by_node: AHashMap<String, Vec<Nominated>>,
+    by_node: AHashMap<String, Vec<PodRecord>>,
 }
 
 impl NominatedPods {
@@ -46,7 +46,7 @@ impl NominatedPods {
 
     /// The pods nominated to node `node`.
     #[inline]
-    pub fn on(&self, node: &str) -> &[Nominated] {
+    pub fn on(&self, node: &str) -> &[PodRecord] {
         self.by_node.get(node).map_or(&[], |v| v.as_slice())
     }
 }
@@ -54,19 +54,14 @@ impl NominatedPods {
 /// Whether nominated pod `n` counts against a pod of `priority` and `uid` (equal or
 /// higher priority, not the pod itself).
 #[inline]
-fn counts_against(n: &Nominated, priority: i32, uid: &str) -> bool {
+fn counts_against(n: &PodRecord, priority: i32, uid: &str) -> bool {
     n.priority >= priority && n.uid != uid
 }
 
 impl Snapshot {
     pub fn set_nominated(&mut self, pod: &CompiledPod, node_name: &str) {
         self.clear_nominated(&pod.uid);
-        let requests = pod
-            .requests
-            .iter()
-            .map(|(n, a)| (self.resource_column(n), *a))
-            .collect();
-        let ports = node_ports::compile(&pod.host_ports, &mut self.interner);
+        let rec = self.pod_record(pod, NOT_ACCOUNTED, false);
         self.nominated
             .node_of
             .insert(pod.uid.clone(), node_name.to_string());
@@ -74,12 +69,7 @@ impl Snapshot {
             .by_node
             .entry(node_name.to_string())
             .or_default()
-            .push(Nominated {
-                uid: pod.uid.clone(),
-                priority: pod.priority,
-                requests,
-                ports,
-            });
+            .push(rec);
         if let Some(slot) = self.slot_of(node_name) {
             self.nominated_on[slot as usize] += 1;
         }
@@ -104,56 +94,37 @@ impl Snapshot {
         true
     }
 
-    /// Whether `slot` still fits the pod once the nominated pods that count against it
-    /// are added: `None` when it fits (or nothing is nominated there), else the Fit
-    /// bitmask (over `fit.checks`) or `u64::MAX` for a host port conflict. `freed` is
-    /// taken off the node's requested amounts first.
-    pub fn fits_with_nominated(
-        &self,
-        fit: &FilterState,
-        ports: &[HostPort],
-        priority: i32,
-        uid: &str,
+    /// The pods nominated to `slot`'s node that count against a pod of `priority` and
+    /// `uid` (upstream's `addGENominatedPods`), in nomination order.
+    #[inline]
+    pub fn nominated_against<'a>(
+        &'a self,
         slot: u32,
-        freed: &Freed,
-    ) -> Option<u64> {
-        let i = slot as usize;
-        let on_node = self.nominated.on(&self.names[i]);
-        let counted = || on_node.iter().filter(|n| counts_against(n, priority, uid));
-        let extra_pods = counted().count() as i64;
-        if extra_pods == 0 {
-            return None;
-        }
-        let mut mask = 0u64;
-        if self.requested[PODS][i] - freed.pods + extra_pods + 1 > self.allocatable[PODS][i] {
-            mask |= 1;
-        }
-        if !fit.requests_nothing {
-            for (j, &(col, amount)) in fit.checks.iter().enumerate() {
-                let more: i64 = counted()
-                    .flat_map(|n| n.requests.iter())
-                    .filter(|(c, _)| *c == col)
-                    .map(|(_, a)| a)
-                    .sum();
-                if amount
-                    > self.allocatable[col][i] - (self.requested[col][i] - freed.of(col)) - more
-                {
-                    mask |= 1u64 << (j + 1).min(63);
-                }
-            }
-        }
-        if mask != 0 {
-            return Some(mask);
-        }
-        let conflict = ports.iter().any(|&(proto, ip, port)| {
-            counted()
-                .flat_map(|n| n.ports.iter())
+        priority: i32,
+        uid: &'a str,
+    ) -> impl Iterator<Item = &'a PodRecord> + Clone + 'a {
+        self.nominated
+            .on(&self.names[slot as usize])
+            .iter()
+            .filter(move |n| counts_against(n, priority, uid))
+    }
+
+    /// Whether host ports `wanted` conflict with the ports of pods `added` (the
+    /// NodePorts check against pods added to the node).
+    pub fn ports_conflict<'a>(
+        &self,
+        wanted: &[HostPort],
+        added: impl Iterator<Item = &'a PodRecord> + Clone,
+    ) -> bool {
+        wanted.iter().any(|&(proto, ip, port)| {
+            added
+                .clone()
+                .flat_map(|n| n.host_ports.iter())
                 .any(|&(up, uip, uport)| {
                     up == proto
                         && uport == port
                         && (ip == self.bind_all_ip || uip == self.bind_all_ip || uip == ip)
                 })
-        });
-        conflict.then_some(u64::MAX)
+        })
     }
 }
