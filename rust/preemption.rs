@@ -462,7 +462,15 @@ impl Snapshot {
 pub fn pick_one(candidates: &[Candidate]) -> Option<usize> {
     // Smaller is better on every criterion but the start time, where later is better.
     let key = |c: &Candidate| {
-        let highest = c.victims.first().map_or(i32::MIN, |v| v.priority);
+        // The first victim's priority (victims are most important first), as upstream;
+        // the start-time criterion finds the highest priority itself.
+        let first = c.victims.first().map_or(i32::MIN, |v| v.priority);
+        let highest = c
+            .victims
+            .iter()
+            .map(|v| v.priority)
+            .max()
+            .unwrap_or(i32::MIN);
         let mut sum = 0i64;
         let mut earliest = f64::INFINITY;
         for v in &c.victims {
@@ -472,7 +480,7 @@ pub fn pick_one(candidates: &[Candidate]) -> Option<usize> {
             }
         }
         (
-            (c.num_pdb_violations, highest, sum, c.victims.len()),
+            (c.num_pdb_violations, first, sum, c.victims.len()),
             earliest,
         )
     };

@@ -47,6 +47,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ksched.api.pod import Pod
 from ksched.backend.queue import QueuedPodInfo
 from ksched.backend.queue.cluster_event import EVENT_ASSIGNED_POD_DELETE
 from ksched.cluster import APIError
@@ -198,7 +199,7 @@ def _place_with_python_plugins(
     if filtered is None:
         return None, status, result
     if not filtered.nodes:
-        return None, _python_fit_error(fw, state, info, filtered), result
+        return None, _python_fit_error(sched, fw, state, info, filtered), result
     nodes = filtered.nodes
     if len(nodes) == 1:
         return nodes[0].name, None, result
@@ -216,25 +217,83 @@ def _place_with_python_plugins(
 
 
 def _python_fit_error(
+    sched: Scheduler,
     fw: Framework,
     state: CycleState,
     info: QueuedPodInfo,
     filtered: _Filtered,
     deferred: _Deferred | None = None,
 ) -> Status:
-    """Python filters rejected every node the Rust filters let through."""
-    rejected = filtered.rejected
+    """Python filters rejected every node the Rust filters let through: the diagnosis
+    has both the Rust rejections (asked for again: the successful Rust call kept none)
+    and the Python ones, as upstream's NodeToStatus."""
+    raw = _rust_rejections(sched, fw, info, filtered.result)
+    plugins = {plugin for _, _, plugin, _ in raw}
+    for n, st in filtered.rejected.items():
+        raw.append((n, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, list(st.reasons)))
+        plugins.add(st.plugin)
     counts: Counter[str] = Counter()
-    for st in rejected.values():
-        for reason in st.reasons:
+    for _, _, _, reasons in raw:
+        for reason in reasons:
             counts[reason] += 1
-    plugins = frozenset(st.plugin for st in rejected.values())
-    fit = FitError(filtered.result.num_all_nodes, counts, unschedulable_plugins=plugins)
-    raw = [
-        (n, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, list(st.reasons))
-        for n, st in rejected.items()
-    ]
+    fit = FitError(
+        filtered.result.num_all_nodes, counts, unschedulable_plugins=frozenset(plugins - {""})
+    )
     return _post_filter(fw, state, info, fit, NodeStatuses(raw), deferred)
+
+
+def _rust_rejections(
+    sched: Scheduler, fw: Framework, info: QueuedPodInfo, result: Any
+) -> list[RawNodeStatus]:
+    """The nodes the built-in filters rejected in an attempt that found some feasible
+    nodes (a successful Rust call keeps no rejections, so they are computed again)."""
+    raw: list[RawNodeStatus] = []
+    if result.evaluated_nodes <= result.feasible_nodes:
+        return raw
+    rust_feasible = {n for n, _ in result.scores} or {result.node}
+    for row in sched.cache.snapshot.explain(info.compiled, fw.profile.kernels):
+        st = row["status"]
+        if st is None or row["node"] in rust_feasible:
+            continue
+        raw.append(
+            (
+                row["node"],
+                st["code"] == Code.UNSCHEDULABLE_AND_UNRESOLVABLE.value,
+                st["plugin"],
+                list(st["reasons"]),
+            )
+        )
+    return raw
+
+
+def _pre_filter_result_fit_error(
+    fw: Framework,
+    state: CycleState,
+    info: QueuedPodInfo,
+    names: frozenset[str],
+    result: Any,
+    deferred: _Deferred | None,
+) -> Status:
+    """No node fits a pod whose Python PreFilter narrowed the attempt to ``names``: the
+    other nodes are UnschedulableAndUnresolvable for the plugins that narrowed it (as
+    upstream's absent-nodes status, so preemption leaves them alone), the named ones
+    keep the filters' rejections."""
+    plugins = state.pre_filter_node_plugins
+    msg = f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]"
+    raw: list[RawNodeStatus] = []
+    for node, unresolvable, plugin, reasons in result.statuses:
+        if node in names:
+            raw.append((node, unresolvable, plugin, reasons))
+        else:
+            raw.append((node, True, plugins[0] if plugins else "", [msg]))
+    counts: Counter[str] = Counter()
+    for _, _, _, reasons in raw:
+        for reason in reasons:
+            counts[reason] += 1
+    unschedulable = frozenset(plugin for _, _, plugin, _ in raw if plugin)
+    fit = FitError(result.num_all_nodes, counts, unschedulable_plugins=unschedulable)
+    absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg)
+    return _post_filter(fw, state, info, fit, NodeStatuses(raw, absent), deferred)
 
 
 def _run_filters(
@@ -277,6 +336,12 @@ def _run_filters(
     if result.node is None:
         if result.num_all_nodes == 0:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE), result
+        if names is not None:
+            return (
+                None,
+                _pre_filter_result_fit_error(fw, state, info, names, result, deferred),
+                result,
+            )
         fit = _rust_fit_error(result)
         statuses = NodeStatuses.of_result(result)
         return None, _post_filter(fw, state, info, fit, statuses, deferred), result
@@ -359,7 +424,7 @@ async def _place_with_extenders(
             return None, error, generation
     if not feasible:
         if not filtered.nodes:
-            return None, _python_fit_error(fw, state, info, filtered, deferred), generation
+            return None, _python_fit_error(sched, fw, state, info, filtered, deferred), generation
         fit_status = _extenders_fit_error(sched, fw, info, state, filtered, failed, deferred)
         return None, fit_status, generation
     if len(feasible) == 1:
@@ -455,24 +520,8 @@ def _extenders_fit_error(
     the filters' rejections and the extenders' (``Extender`` among the unschedulable
     plugins, so any cluster event retries the pod), then PostFilter."""
     result = filtered.result
-    raw: list[RawNodeStatus] = []
-    plugins: set[str] = {EXTENDER_NAME}
-    if result.evaluated_nodes > result.feasible_nodes:
-        # The Rust call succeeded, so it kept no rejections: ask for them again.
-        rust_feasible = {n for n, _ in result.scores} or {result.node}
-        for row in sched.cache.snapshot.explain(info.compiled, fw.profile.kernels):
-            st = row["status"]
-            if st is None or row["node"] in rust_feasible:
-                continue
-            raw.append(
-                (
-                    row["node"],
-                    st["code"] == Code.UNSCHEDULABLE_AND_UNRESOLVABLE.value,
-                    st["plugin"],
-                    list(st["reasons"]),
-                )
-            )
-            plugins.add(st["plugin"])
+    raw = _rust_rejections(sched, fw, info, result)
+    plugins: set[str] = {EXTENDER_NAME, *(plugin for _, _, plugin, _ in raw)}
     for name, st in filtered.rejected.items():
         raw.append((name, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, st.reasons))
         plugins.add(st.plugin)
@@ -484,6 +533,20 @@ def _extenders_fit_error(
             counts[reason] += 1
     fit = FitError(result.num_all_nodes, counts, unschedulable_plugins=frozenset(plugins - {""}))
     return _post_filter(fw, state, info, fit, NodeStatuses(raw), deferred)
+
+
+def _gone_or_bound(sched: Scheduler, pod: Pod) -> bool:
+    """Whether the pod was deleted, replaced or bound since its cycle began."""
+    current = sched.pod_informer.store.get(pod.key)
+    if current is None:
+        return True
+    meta = current.get("metadata") or {}
+    return bool(
+        (meta.get("uid") or pod.uid) != pod.uid
+        or meta.get("deletionTimestamp")
+        or (current.get("spec") or {}).get("nodeName")
+        or sched.cache.has_pod(pod.uid)
+    )
 
 
 async def schedule_one_async(sched: Scheduler, info: QueuedPodInfo) -> None:
@@ -501,21 +564,17 @@ async def schedule_one_async(sched: Scheduler, info: QueuedPodInfo) -> None:
     state = CycleState(record_plugin_metrics=_random() < _SAMPLE)
     deferred: _Deferred = []
     node, status, generation = await _place_with_extenders(sched, fw, info, state, start, deferred)
+    if _gone_or_bound(sched, pod):
+        # Deleted, replaced or bound while the extenders answered: no preemption for it.
+        sched.queue.done(pod.uid)
+        return
     if deferred:
         # No node fits: PostFilter (preemption), which may await extenders too.
         fit, statuses = deferred[0]
         status = await _post_filter_async(fw, state, info, fit, statuses)
-    current = sched.pod_informer.store.get(pod.key)
-    if (
-        current is None
-        or ((current.get("metadata") or {}).get("uid") or pod.uid) != pod.uid
-        or (current.get("metadata") or {}).get("deletionTimestamp")
-        or (current.get("spec") or {}).get("nodeName")
-        or sched.cache.has_pod(pod.uid)
-    ):
-        # Deleted, replaced or bound while the extenders answered.
-        sched.queue.done(pod.uid)
-        return
+        if _gone_or_bound(sched, pod):
+            sched.queue.done(pod.uid)
+            return
     if node is not None and sched.cache.snapshot.generation != generation:
         reason = _still_fits(sched, fw, info, state, node)
         if reason is not None:

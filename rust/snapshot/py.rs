@@ -535,7 +535,9 @@ impl Snapshot {
     /// or a list of node names) from `offset`, until `num_candidates` are found with at
     /// least one violating no PDB. `pdbs` are `(namespace, selector, disruptions
     /// allowed, disrupted pod names)`; `now` stands for the start time of pods that have
-    /// not started. The snapshot is unchanged afterwards; the GIL is released.
+    /// not started. The snapshot holds the same pods afterwards (a dry run that
+    /// detached pods re-attaches them: their internal indices and `generation` move); the
+    /// GIL is released.
     #[pyo3(name = "preemption_dry_run")]
     #[allow(clippy::too_many_arguments)]
     fn py_preemption_dry_run(

@@ -186,3 +186,22 @@ async def test_an_extender_without_the_preempt_verb_is_not_asked() -> None:
             c.create("pods", make_pod("high", cpu="1", priority=100))
             await wait_for(lambda: node_of(c, "high") == "n1")
         assert fake.calls("preempt") == []
+
+
+async def test_a_victim_deleted_while_the_extender_answers_does_not_fail_the_preemption() -> None:
+    c = full_cluster("n1", "n2")
+    answer = keep_nodes("n1")
+
+    async def slow(args: Any) -> Any:
+        c.delete("pods", "default/low-n1")  # gone before the answer arrives
+        await asyncio.sleep(0.05)
+        return answer(args)
+
+    async with FakeExtender() as fake:
+        fake.handlers["preempt"] = slow
+        async with Running(c, extender(fake.url)):
+            c.create("pods", make_pod("high", cpu="1", priority=100))
+            await wait_for(lambda: node_of(c, "high") == "n1")
+    assert c.get("pods", "default/low-n2") is not None
+    errors = [e["note"] for e in c.events if e["reason"] == "FailedScheduling"]
+    assert not any("snapshot" in note for note in errors), errors

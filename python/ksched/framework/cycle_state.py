@@ -13,7 +13,13 @@ __all__ = ["CycleState"]
 
 
 class CycleState:
-    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = (
+        "_data",
+        "pre_filter_node_plugins",
+        "record_plugin_metrics",
+        "skip_filter_plugins",
+        "skip_score_plugins",
+    )
 
     def __init__(self, *, record_plugin_metrics: bool = False) -> None:
         self._data: dict[str, Any] = {}
@@ -23,6 +29,8 @@ class CycleState:
         self.skip_filter_plugins: frozenset[str] = frozenset()
         #: Plugins whose PreScore returned Skip: their Score does not run.
         self.skip_score_plugins: frozenset[str] = frozenset()
+        #: Python PreFilter plugins that narrowed the attempt to some node names (sorted).
+        self.pre_filter_node_plugins: tuple[str, ...] = ()
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value

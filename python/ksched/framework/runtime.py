@@ -414,6 +414,7 @@ class Framework:
                     result = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg, plugin=p.name)
                     break
         state.skip_filter_plugins = frozenset(skip)
+        state.pre_filter_node_plugins = tuple(sorted(with_nodes))
         self.observe(
             "PreFilter", Code.SUCCESS if result is None else result.code, self._clock() - start
         )

@@ -554,15 +554,19 @@ class DefaultPreemption:
             victims = answer
             if not victims:
                 break
+        # Victims that left while the extenders answered need no eviction (upstream
+        # ranks with the objects it has and ignores NotFound when deleting them); a
+        # candidate left without victims is the cheapest one.
+        snapshot = h.snapshot
         kept = [
-            Candidate(node, [p.uid for p in v.pods], v.num_pdb_violations)
+            Candidate(
+                node,
+                [p.uid for p in v.pods if snapshot.is_assumed(p.uid) is not None],
+                max(0, v.num_pdb_violations),
+            )
             for node, v in victims.items()
         ]
-        try:
-            best = pick_one_node_for_preemption(h.snapshot, kept, a.now)
-        except ValueError as exc:  # a victim left the cluster while the extenders answered
-            return None, Status(Code.ERROR, str(exc))
-        return self._nominate(best, pod)
+        return self._nominate(pick_one_node_for_preemption(snapshot, kept, a.now), pod)
 
     def find_candidates(
         self, a: _Attempt, statuses: Mapping[str, Status]
@@ -693,10 +697,9 @@ class DefaultPreemption:
         errors: list[str] = []
         for i in range(n):
             node = potential[(offset + i) % n]
-            try:
-                cand, st = self.select_victims_on_node(a, node)
-            except (ValueError, KeyError) as exc:  # e.g. the node left the snapshot
-                cand, st = None, Status(Code.ERROR, str(exc))
+            if a.snapshot.allocatable(node, "pods") is None:
+                continue  # the node left the snapshot (the core skips it too)
+            cand, st = self.select_victims_on_node(a, node)
             if cand is not None:
                 target = non_violating if cand.num_pdb_violations == 0 else violating
                 if len(target) < wanted:
@@ -775,12 +778,12 @@ class DefaultPreemption:
     def _prepare_candidate_async(self, c: Candidate, pod: Pod) -> None:
         """Evict the victims in the background (upstream ``prepareCandidateAsync``)."""
         h = self.handle
+        h.metrics.preemption_victims.observe((), float(len(c.victims)))
         on_node = {cp.pod.uid: cp.pod for cp in h.pods_on_node(c.node)}
         victims = [on_node[uid] for uid in c.victims if uid in on_node]
         to_delete = [v for v in victims if v.deletion_timestamp is None]
         if not to_delete:
             return
-        h.metrics.preemption_victims.observe((), float(len(c.victims)))
         prio = pod.priority
         nominated = [p for p in h.nominated_pods_for_node(c.node) if p.priority < prio]
         self._preempting[pod.uid] = None

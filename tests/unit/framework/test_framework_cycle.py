@@ -16,7 +16,7 @@ from ksched.api.pod import Pod
 from ksched.events import EventRecorder, truncate_message
 from ksched.framework.builtins import default_plugins
 from ksched.framework.cycle_state import CycleState
-from ksched.framework.interface import NodeInfo
+from ksched.framework.interface import NodeInfo, PreFilterResult
 from ksched.framework.profile import Profile, default_profile
 from ksched.framework.status import Code, Status
 from ksched.scheduler import Scheduler
@@ -277,6 +277,47 @@ async def test_python_filter_rejecting_every_node_reports_its_reason():
         ]
         info = next(iter(sched.queue._unschedulable.values()))
         assert info.unschedulable_plugins == {"OnlyNode"}
+
+
+async def test_the_diagnosis_keeps_rust_rejections_when_python_filters_reject_the_rest():
+    """Upstream's NodeToStatus has every rejection: the small node's (Insufficient cpu,
+    unresolvable: the pod asks more than it has) as well as the Python filter's."""
+    c = cluster_with("n1", "n2")
+    c.create("nodes", make_node("full", cpu="1", memory="8Gi"))
+    async with Running(c, OnlyNode("elsewhere")):
+        c.create("pods", make_pod("p", cpu="2"))
+        await wait_for(lambda: condition(c, "p") is not None)
+        assert failed_notes(c) == [
+            "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) were not the chosen one. "
+            "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+            "2 No preemption victims found for incoming pod.."
+        ]
+
+
+class OnlyNames:
+    """Python PreFilter narrowing the attempt to ``names``."""
+
+    def __init__(self, *names: str) -> None:
+        self.name = "OnlyNames"
+        self.names = frozenset(names)
+
+    def pre_filter(self, state: CycleState, pod: Pod) -> tuple[PreFilterResult, None]:
+        return PreFilterResult(self.names), None
+
+
+async def test_nodes_outside_a_python_pre_filter_result_are_unresolvable_when_none_fits():
+    c = InMemoryCluster()
+    for n in ("n1", "n2", "n3"):
+        c.create("nodes", make_node(n, cpu="1", memory="8Gi"))
+    async with Running(c, OnlyNames("n1")):
+        c.create("pods", make_pod("p", cpu="2"))
+        await wait_for(lambda: condition(c, "p") is not None)
+        # Only n1 counts for the filters; n2 and n3 are not candidates for preemption.
+        assert failed_notes(c) == [
+            "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) "
+            "[OnlyNames]. preemption: 0/3 nodes are available: 3 Preemption is not helpful "
+            "for scheduling.."
+        ]
 
 
 async def test_failure_condition_is_not_patched_twice_for_the_same_message():
