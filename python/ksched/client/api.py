@@ -213,16 +213,14 @@ class KubeClusterAPI:
         if uid:
             binding["metadata"]["uid"] = uid
         self.binds += 1
-        await self.rest.request(
-            "POST", _pod_path(namespace, name, "binding"), body=orjson.dumps(binding)
-        )
+        await self.rest.request("POST", _pod_path(namespace, name, "binding"), json_body=binding)
 
     async def create_event(self, *, event: dict[str, Any]) -> None:
         namespace = (event.get("metadata") or {}).get("namespace") or "default"
         await self.rest.request(
             "POST",
             f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events",
-            body=orjson.dumps(event),
+            json_body=event,
             limiter=self.event_limiter,
         )
 
@@ -241,7 +239,7 @@ class KubeClusterAPI:
         options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if uid:
             options["preconditions"] = {"uid": uid}
-        await self.rest.request("DELETE", _pod_path(namespace, name), body=orjson.dumps(options))
+        await self.rest.request("DELETE", _pod_path(namespace, name), json_body=options)
 
     # ---- ClusterAPI: leader election -----------------------------------------------
 

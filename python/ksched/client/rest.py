@@ -235,11 +235,17 @@ class RestClient:
         *,
         params: Mapping[str, str] | None = None,
         body: bytes | None = None,
+        json_body: Any = None,
         content_type: str = JSON,
         limiter: TokenBucket | None = None,
         timeout: float | None = None,
     ) -> bytes:
-        """Send one request (with client-go's retries); return the 2xx body."""
+        """Send one request (with client-go's retries); return the 2xx body.
+
+        The body is ``body`` (bytes) or ``json_body`` encoded with orjson once the request
+        holds a slot: a request waiting in a backlog keeps its object, not its encoding
+        (orjson's output keeps a 4 KiB buffer however short the JSON).
+        """
         limiter = limiter or self.limiter
         client_timeout = aiohttp.ClientTimeout(total=timeout or self.request_timeout)
         attempt = 0
@@ -248,7 +254,15 @@ class RestClient:
         while True:
             try:
                 status, raw, wait = await self._send(
-                    method, path, params, body, content_type, limiter, client_timeout, reauth
+                    method,
+                    path,
+                    params,
+                    body,
+                    json_body,
+                    content_type,
+                    limiter,
+                    client_timeout,
+                    reauth,
                 )
             except TimeoutError as exc:
                 raise TimeoutError(f"{method} {path}: timed out") from exc
@@ -279,6 +293,7 @@ class RestClient:
         path: str,
         params: Mapping[str, str] | None,
         body: bytes | None,
+        json_body: Any,
         content_type: str,
         limiter: TokenBucket,
         timeout: aiohttp.ClientTimeout,
@@ -291,6 +306,8 @@ class RestClient:
                 self.max_in_flight = self.in_flight
             try:
                 await limiter.acquire()
+                if body is None and json_body is not None:
+                    body = orjson.dumps(json_body)
                 headers = await self._headers(
                     content_type if body is not None else None, force_auth=force_auth
                 )
@@ -326,7 +343,7 @@ class RestClient:
             method,
             path,
             params=params,
-            body=None if body is None else orjson.dumps(body),
+            json_body=body,
             content_type=content_type,
             limiter=limiter,
             timeout=timeout,

@@ -298,3 +298,40 @@ async def test_open_watches_do_not_take_the_slots_of_requests(server: tuple[Serv
 def test_the_bound_must_allow_a_request() -> None:
     with pytest.raises(ValueError, match="max_connections"):
         RestClient(ClientConfig(host="http://127.0.0.1:1", qps=-1, burst=0), max_connections=0)
+
+
+async def test_a_waiting_request_keeps_its_object_and_encodes_it_once_sent(
+    server: tuple[Server, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    srv, host = server
+    release = asyncio.Event()
+    bodies: list[bytes] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        bodies.append(await request.read())
+        await release.wait()
+        return web.json_response({}, status=201)
+
+    encoded: list[object] = []
+    real_dumps = orjson.dumps
+
+    def dumps(obj: object) -> bytes:
+        encoded.append(obj)
+        return real_dumps(obj)
+
+    monkeypatch.setattr(orjson, "dumps", dumps)
+    srv.handler = handler
+    c = RestClient(ClientConfig(host=host, qps=-1, burst=0), max_connections=1)
+    async with c:
+        first = asyncio.ensure_future(c.request("POST", "/a", json_body={"n": 1}))
+        second = asyncio.ensure_future(c.request("POST", "/b", json_body={"n": 2}))
+        for _ in range(1000):
+            if bodies:
+                break
+            await asyncio.sleep(0.01)
+        assert encoded == [{"n": 1}]  # the second waits for the slot, not yet encoded
+        release.set()
+        await asyncio.gather(first, second)
+    assert encoded == [{"n": 1}, {"n": 2}]
+    assert bodies == [b'{"n":1}', b'{"n":2}']
+    assert srv.requests[0][2]["Content-Type"] == "application/json"
