@@ -119,8 +119,10 @@ def cluster(
     nodes: Iterable[Obj],
     pods: Iterable[Obj] = (),
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    nominated: Iterable[tuple[Obj, str]] = (),
 ) -> Obj:
-    """Nodes, existing (bound) pods and namespace objects with their labels."""
+    """Nodes, existing (bound) pods, namespace objects with their labels and
+    ``(pod, node)`` nominations (preemption)."""
     pods = list(pods)
     for i, p in enumerate(pods):
         if p["node"] is None:
@@ -132,6 +134,7 @@ def cluster(
         "nodes": list(nodes),
         "pods": pods,
         "namespaces": {k: dict(v) for k, v in (namespaces or {}).items()},
+        "nominated": list(nominated),
     }
 
 
@@ -375,6 +378,8 @@ def snapshot(c: Obj, seed: int = 0) -> Snapshot:
         )
     for p in c["pods"]:
         snap.add_pod(compile_pod(p), p["node"])
+    for p, node_name in c.get("nominated", ()):
+        snap.set_nominated(compile_pod(p), node_name)
     return snap
 
 

@@ -208,6 +208,28 @@ class _Status:
         return {"plugin": self.plugin, "code": self.code, "reasons": [self.reason]}
 
 
+def _priority(p: Obj) -> int:
+    return int(p["spec"].get("priority") or 0)
+
+
+def _plugins(cl: _Cluster, p: Obj, args: Mapping[str, Obj]) -> dict[str, _Plugin]:
+    return {
+        "NodeUnschedulable": _NodeUnschedulable(),
+        "PodTopologySpread": PodTopologySpread(cl, p, args.get("PodTopologySpread") or {}),
+        "InterPodAffinity": InterPodAffinity(cl, p, args.get("InterPodAffinity") or {}),
+    }
+
+
+def _run_filters(
+    plugins: Mapping[str, _Plugin], filters: Sequence[str], p: Obj, n: Obj
+) -> _Status | None:
+    for name in filters:
+        s = plugins[name].filter(p, n)
+        if s is not None:
+            return s
+    return None
+
+
 def explain(
     c: Obj,
     p: Obj,
@@ -215,22 +237,34 @@ def explain(
     scores: Sequence[tuple[str, int]] = (),
     args: Mapping[str, Obj] | None = None,
 ) -> dict[str, Obj]:
-    """What ``Snapshot.explain`` should return for pod ``p`` on cluster ``c``."""
+    """What ``Snapshot.explain`` should return for pod ``p`` on cluster ``c``.
+
+    ``c["nominated"]`` (optional) holds ``(pod, node)`` nominations. As upstream's
+    RunFilterPluginsWithNominatedPods, a node with nominated pods of equal or higher
+    priority (other than ``p``) is filtered first with them added (here: PreFilter
+    recomputed with them on the node, marked ``nominated`` for ``_count_matching``; the
+    plugins' Skip decided without them), then as it is."""
     args = dict(args or {})
     cl = _Cluster.of(c)
-    plugins: dict[str, _Plugin] = {
-        "NodeUnschedulable": _NodeUnschedulable(),
-        "PodTopologySpread": PodTopologySpread(cl, p, args.get("PodTopologySpread") or {}),
-        "InterPodAffinity": InterPodAffinity(cl, p, args.get("InterPodAffinity") or {}),
-    }
+    plugins = _plugins(cl, p, args)
     status: dict[str, _Status | None] = {}
     for n in cl.nodes:
-        status[n["name"]] = None
-        for name in filters:
-            s = plugins[name].filter(p, n)
-            if s is not None:
-                status[n["name"]] = s
-                break
+        added = [
+            {**q, "nominated": True}
+            for q, at in c.get("nominated", ())
+            if at == n["name"] and _priority(q) >= _priority(p) and q["uid"] != p["uid"]
+        ]
+        s = None
+        if added:
+            pods_on = {**cl.pods_on, n["name"]: [*cl.pods(n), *added]}
+            first = _plugins(_Cluster(cl.nodes, pods_on, cl.namespaces), p, args)
+            ipa = first["InterPodAffinity"]
+            assert isinstance(ipa, InterPodAffinity)
+            base_ipa = plugins["InterPodAffinity"]
+            assert isinstance(base_ipa, InterPodAffinity)
+            ipa.skip_filter = base_ipa.skip_filter
+            s = _run_filters(first, filters, p, n)
+        status[n["name"]] = s if s is not None else _run_filters(plugins, filters, p, n)
     feasible = [n for n in cl.nodes if status[n["name"]] is None]
     per_plugin: dict[str, dict[str, tuple[int, int]]] = {}
     for name, _weight in scores:
@@ -327,13 +361,15 @@ def _has_all_keys(n: Obj, constraints: Sequence[Constraint]) -> bool:
 
 def _count_matching(pods: Sequence[Obj], sel: Selector, namespace: str) -> int:
     """countPodsMatchSelector: an empty selector counts nothing; terminating pods and
-    pods of other namespaces never count."""
-    if sel.empty:
-        return 0
+    pods of other namespaces never count. A nominated pod added by AddPod
+    (``updateWithPod``) counts whenever it is in the namespace and the selector matches
+    it, empty selector or not."""
     return sum(
         1
         for q in pods
-        if not q["deleting"] and q["namespace"] == namespace and sel.matches(q["labels"])
+        if q["namespace"] == namespace
+        and sel.matches(q["labels"])
+        and (q.get("nominated") or not (sel.empty or q["deleting"]))
     )
 
 

@@ -307,3 +307,83 @@ def test_inter_pod_affinity_matches_reference(data: st.DataObject) -> None:
         "ignorePreferredTermsOfExistingPods": data.draw(st.booleans(), label="ignore"),
     }
     check(cluster(ns, pods, namespaces), p, "InterPodAffinity", args)
+
+
+# --- nominated pods -----------------------------------------------------------------
+
+
+def with_priority(p: Obj, priority: int) -> Obj:
+    p["spec"]["priority"] = priority
+    return p
+
+
+@st.composite
+def nominations(
+    draw: st.DrawFn, node_names: list[str], incoming: Obj, *, with_affinity: bool
+) -> list[tuple[Obj, str]]:
+    """Pods nominated to nodes (preemption), of random priorities around the incoming
+    pod's; sometimes the incoming pod itself (never counted against itself)."""
+    out: list[tuple[Obj, str]] = []
+    for i in range(draw(st.integers(0, 6))):
+        # Mostly the incoming pod's namespace, where PodTopologySpread counts them.
+        same_ns = draw(st.integers(0, 3)) > 0
+        nom = pod(
+            f"nom{i}",
+            namespace=incoming["namespace"] if same_ns else draw(st.sampled_from(NAMESPACES)),
+            labels=draw(label_sets),
+            affinity=draw(pod_affinities(p_none=0.5)) if with_affinity else None,
+        )
+        out.append((with_priority(nom, draw(st.integers(0, 3))), draw(st.sampled_from(node_names))))
+    if draw(st.integers(0, 4)) == 0:
+        out.append((incoming, draw(st.sampled_from(node_names))))
+    return out
+
+
+@DIFF_SETTINGS
+@given(data=st.data())
+def test_pod_topology_spread_with_nominated_pods_matches_reference(data: st.DataObject) -> None:
+    ns = data.draw(nodes(), label="nodes")
+    names = [n["name"] for n in ns]
+    pods = data.draw(existing_pods(names, with_affinity=False), label="pods")
+    namespaces = data.draw(namespace_objects(), label="namespaces")
+    where = data.draw(placement(), label="placement")
+    p = pod(
+        "incoming",
+        namespace=data.draw(st.sampled_from(NAMESPACES), label="namespace"),
+        labels=data.draw(label_sets, label="labels"),
+        spread=data.draw(spread_constraints(), label="constraints"),
+        node_selector=where.get("node_selector"),
+        affinity={"nodeAffinity": where["node_affinity"]} if "node_affinity" in where else None,
+        tolerations=where.get("tolerations", ()),
+        default_spread_selector=data.draw(maybe(label_selectors), label="default selector"),
+    )
+    with_priority(p, data.draw(st.integers(0, 3), label="priority"))
+    nominated = data.draw(nominations(names, p, with_affinity=False), label="nominated")
+    check(
+        cluster(ns, pods, namespaces, nominated),
+        p,
+        "PodTopologySpread",
+        data.draw(spread_args, label="args"),
+    )
+
+
+@DIFF_SETTINGS
+@given(data=st.data())
+def test_inter_pod_affinity_with_nominated_pods_matches_reference(data: st.DataObject) -> None:
+    ns = data.draw(nodes(), label="nodes")
+    names = [n["name"] for n in ns]
+    pods = data.draw(existing_pods(names, with_affinity=True), label="pods")
+    namespaces = data.draw(namespace_objects(), label="namespaces")
+    p = pod(
+        "incoming",
+        namespace=data.draw(st.sampled_from(NAMESPACES), label="namespace"),
+        labels=data.draw(label_sets, label="labels"),
+        affinity=data.draw(pod_affinities(p_none=0.1), label="affinity"),
+    )
+    with_priority(p, data.draw(st.integers(0, 3), label="priority"))
+    nominated = data.draw(nominations(names, p, with_affinity=True), label="nominated")
+    args = {
+        "hardPodAffinityWeight": data.draw(st.integers(0, 3), label="hardPodAffinityWeight"),
+        "ignorePreferredTermsOfExistingPods": data.draw(st.booleans(), label="ignore"),
+    }
+    check(cluster(ns, pods, namespaces, nominated), p, "InterPodAffinity", args)
