@@ -268,3 +268,30 @@ def test_existing_pods_anti_affinity_still_applies_with_nominations() -> None:
     snap.set_nominated(_pod("nom", labels={"app": "db"}, priority=100), "n1")
     low = _pod("low", labels={"app": "web"}, priority=10)
     assert _filter(snap, low, "n1") == (False, "InterPodAffinity", [EXISTING_ANTI])
+
+
+# --- preemption's dry run --------------------------------------------------------------
+
+
+def test_preemption_dry_run_sees_nominated_pods_in_spread_counts() -> None:
+    profile = default_profile().kernels
+
+    def dry_run(nominate: bool) -> Any:
+        snap = _cluster(cpu="1")
+        snap.add_pod(_pod("w0", labels={"app": "web"}, cpu="100m"), "n0")
+        snap.add_pod(_pod("victim", labels={"app": "other"}, cpu="900m", priority=1), "n2")
+        if nominate:
+            snap.set_nominated(
+                _pod("nom", labels={"app": "web"}, cpu=None, memory=None, priority=100), "n2"
+            )
+        pod = _web("p", 50, cpu="500m")
+        # PodTopologySpread is in play: victims are found by detaching them.
+        return snap.preemption_dry_run(pod, profile, ["n2"], 0, 1, [], 0.0)
+
+    run = dry_run(nominate=False)
+    assert run.candidates() == [("n2", ["uid-default-victim"], 0)]
+    # With the nominated web pod z2 would hold 2 (with the pod) against z1's 0, whatever
+    # is evicted: no candidate, and the node's status is the spread rejection.
+    run = dry_run(nominate=True)
+    assert run.candidates() == []
+    assert run.statuses == [("n2", False, "PodTopologySpread", [SPREAD_MISMATCH])]
