@@ -80,6 +80,10 @@ pub struct PodState {
     /// The profile's Filter plugins that can reject some node for this pod, in profile
     /// order; the others are no-ops for this pod and skipped on every node.
     pub active_filters: Vec<Plugin>,
+    /// Of the active filters, only NodeResourcesFit looks at the pods on a node (no
+    /// host ports, hard spreading or inter-pod affinity in play): a node with some pods
+    /// added or taken off is then judged by its requested amounts alone.
+    pub only_fit_sees_pods: bool,
 }
 
 /// The result of one attempt.
@@ -250,6 +254,12 @@ impl Snapshot {
             .copied()
             .filter(|&p| self.filter_can_reject(p, &st))
             .collect();
+        st.only_fit_sees_pods = !st.active_filters.iter().any(|p| {
+            matches!(
+                p,
+                Plugin::NodePorts | Plugin::PodTopologySpread | Plugin::InterPodAffinity
+            )
+        });
         st
     }
 
@@ -365,8 +375,24 @@ impl Snapshot {
         slot: u32,
         freed: &Freed,
     ) -> Option<Reject> {
+        let mut freed = freed;
+        let with_nominated: Freed;
         if self.nominated_on[slot as usize] != 0 {
-            if let Some(r) = self.filter_with_nominated(st, slot, freed) {
+            if st.only_fit_sees_pods {
+                // Both passes in one: the other filters answer alike with or without the
+                // nominated pods, and Fit passing with them passes without them.
+                let mut added = self
+                    .nominated_against(slot, st.priority, &st.uid)
+                    .peekable();
+                if added.peek().is_some() {
+                    let mut with = freed.clone();
+                    for p in added {
+                        with.add(&p.requests, -1);
+                    }
+                    with_nominated = with;
+                    freed = &with_nominated;
+                }
+            } else if let Some(r) = self.filter_with_nominated(st, slot, freed) {
                 return Some(r);
             }
         }

@@ -134,12 +134,7 @@ impl Snapshot {
         now: f64,
     ) -> (DryRun, PodState) {
         let st = self.prefilter(pod, profile);
-        let arithmetic = !st.active_filters.iter().any(|p| {
-            matches!(
-                p,
-                Plugin::NodePorts | Plugin::PodTopologySpread | Plugin::InterPodAffinity
-            )
-        });
+        let arithmetic = st.only_fit_sees_pods;
         let mut out = DryRun::default();
         let mut non_violating: Vec<Candidate> = Vec::new();
         let mut violating: Vec<Candidate> = Vec::new();
