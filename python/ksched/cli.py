@@ -44,10 +44,16 @@ def _simulate(args: argparse.Namespace) -> int:
         except (ConfigError, ProfileError, ExtenderError, ValueError) as exc:
             print(f"ksched simulate: {exc}", file=sys.stderr)
             return 1
+    # Sizes not given follow the workload's, scaled to the nodes given.
+    d_nodes, d_existing, d_pods = WORKLOADS[args.workload].sizes
+    nodes = d_nodes if args.nodes is None else args.nodes
+    scale = nodes / d_nodes
     report = simulate.run(
-        nodes=args.nodes,
-        pods=args.pods,
-        existing_pods=args.existing_pods,
+        nodes=nodes,
+        pods=round(d_pods * scale) if args.pods is None else args.pods,
+        existing_pods=round(d_existing * scale)
+        if args.existing_pods is None
+        else args.existing_pods,
         workload=args.workload,
         seed=args.seed,
         profiles=profiles,
@@ -144,9 +150,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     sim = sub.add_parser("simulate", help="run the scheduler on the embedded cluster")
-    sim.add_argument("--nodes", type=int, default=5000)
-    sim.add_argument("--pods", type=int, default=10000, help="new pods to schedule")
-    sim.add_argument("--existing-pods", type=int, default=0, help="pods bound before the run")
+    sim.add_argument("--nodes", type=int, help="nodes (default 5000)")
+    sim.add_argument(
+        "--pods",
+        type=int,
+        help="new pods to schedule (default: 2 per node; preemption: 1 per node)",
+    )
+    sim.add_argument(
+        "--existing-pods",
+        type=int,
+        help="pods bound before the run (default: none; preemption: 4 low-priority pods per node)",
+    )
     sim.add_argument("--workload", default="basic")
     sim.add_argument("--seed", type=int, default=None)
     sim.add_argument("--json", help="also write the report as JSON to this file")

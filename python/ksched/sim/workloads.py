@@ -105,6 +105,8 @@ class Workload:
     new_pod: Callable[[int, random.Random], Obj]
     #: New pods that cannot be scheduled by design (excluded from the completion count).
     unschedulable_fraction: float = 0.0
+    #: ``(nodes, existing pods, new pods)`` when the command line gives none.
+    sizes: tuple[int, int, int] = (5000, 0, 10000)
 
 
 def _basic_node(i: int, rng: random.Random) -> Obj:
@@ -286,6 +288,7 @@ WORKLOADS: dict[str, Workload] = {
         node=_basic_node,
         existing_pod=_low_priority_existing,
         new_pod=_high_priority_new,
+        sizes=(5000, 20000, 5000),
     ),
     "basic": Workload(
         name="basic",

@@ -156,3 +156,15 @@ def test_simulate_with_a_config_it_cannot_use(
     argv = ["simulate", "--nodes", "5", "--pods", "5", "--no-progress", "--config", str(config)]
     assert cli.main(argv) == 1
     assert message in capsys.readouterr().err
+
+
+def test_simulate_preemption_without_sizes_uses_the_workloads_own(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """PreemptionBasic needs its low-priority pods: given only --nodes, the workload's
+    sizes scale to them (4 existing pods and 1 preemptor per node)."""
+    argv = ["simulate", "--workload", "preemption", "--nodes", "20", "--no-progress"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "preemption: 20 nodes, 80 existing pods, 20 new pods" in out
+    assert "scheduled           20/20" in out
