@@ -23,7 +23,9 @@ use crate::plugins::inter_pod_affinity::{
 };
 use crate::plugins::node_affinity::{self, NodeAffinityState};
 use crate::plugins::node_ports::{self, HostPort};
-use crate::plugins::node_resources_fit::{self as fit, FilterState, Freed, ScoreState};
+use crate::plugins::node_resources_fit::{
+    self as fit, FilterState, Freed, ScoreState, NOTHING_FREED,
+};
 use crate::plugins::pod_topology_spread::{
     self as pts, Constraint, SpreadFilterState, Unsatisfiable,
 };
@@ -84,6 +86,9 @@ pub struct PodState {
     /// host ports, hard spreading or inter-pod affinity in play): a node with some pods
     /// added or taken off is then judged by its requested amounts alone.
     pub only_fit_sees_pods: bool,
+    /// The slot of the node the pod itself is nominated to (its nomination never counts
+    /// against it).
+    pub own_nomination: Option<u32>,
 }
 
 /// The result of one attempt.
@@ -254,6 +259,10 @@ impl Snapshot {
             .copied()
             .filter(|&p| self.filter_can_reject(p, &st))
             .collect();
+        st.own_nomination = self
+            .nominated
+            .node_of(&pod.uid)
+            .and_then(|n| self.slot_of(n));
         st.only_fit_sees_pods = !st.active_filters.iter().any(|p| {
             matches!(
                 p,
@@ -357,7 +366,7 @@ impl Snapshot {
     /// Run every Filter of the profile on one node, stopping at the first rejection.
     #[inline]
     pub fn filter_node(&self, profile: &Profile, st: &PodState, slot: u32) -> Option<Reject> {
-        self.filter_node_freed(profile, st, slot, &Freed::NONE)
+        self.filter_node_freed(profile, st, slot, &NOTHING_FREED)
     }
 
     /// `filter_node` as if the room `freed` were free too (preemption's dry run; valid
@@ -375,29 +384,30 @@ impl Snapshot {
         slot: u32,
         freed: &Freed,
     ) -> Option<Reject> {
-        let mut freed = freed;
-        let with_nominated: Freed;
+        let mut added = &NOTHING_FREED;
+        let counted: Freed;
         if self.nominated_on[slot as usize] != 0 {
             if st.only_fit_sees_pods {
                 // Both passes in one: the other filters answer alike with or without the
                 // nominated pods, and Fit passing with them passes without them.
-                let mut added = self
-                    .nominated_against(slot, st.priority, &st.uid)
-                    .peekable();
-                if added.peek().is_some() {
-                    let mut with = freed.clone();
-                    for p in added {
-                        with.add(&p.requests, -1);
+                let sum = &self.nominated_sum[slot as usize];
+                if sum.min_priority >= st.priority && st.own_nomination != Some(slot) {
+                    added = &sum.room; // every one of them counts
+                } else {
+                    let mut c = Freed::default();
+                    for p in self.nominated_against(slot, st.priority, &st.uid) {
+                        c.add(&p.requests, 1);
                     }
-                    with_nominated = with;
-                    freed = &with_nominated;
+                    counted = c;
+                    added = &counted;
                 }
             } else if let Some(r) = self.filter_with_nominated(st, slot, freed) {
                 return Some(r);
             }
         }
         for &plugin in &st.active_filters {
-            if let Some((unresolvable, detail)) = self.filter_plugin(plugin, st, slot, freed) {
+            if let Some((unresolvable, detail)) = self.filter_plugin(plugin, st, slot, freed, added)
+            {
                 return Some(Reject {
                     plugin,
                     unresolvable,
@@ -416,6 +426,7 @@ impl Snapshot {
         st: &PodState,
         slot: u32,
         freed: &Freed,
+        added: &Freed,
     ) -> Option<(bool, u64)> {
         match plugin {
             Plugin::NodeUnschedulable => (!node_unschedulable::filter(
@@ -433,7 +444,7 @@ impl Snapshot {
             Plugin::NodePorts => (!st.ports.is_empty()
                 && !node_ports::filter(self, &st.ports, self.bind_all_ip, slot))
             .then_some((false, 0)),
-            Plugin::NodeResourcesFit => fit::filter(self, &st.fit, slot, freed),
+            Plugin::NodeResourcesFit => fit::filter(self, &st.fit, slot, freed, added),
             Plugin::PodTopologySpread => pts::filter(self, &st.spread, slot).map(|d| (d == 0, d)),
             Plugin::InterPodAffinity => ipa::filter(
                 &st.ipa,
@@ -462,11 +473,11 @@ impl Snapshot {
         for &plugin in &st.active_filters {
             let rejected = match plugin {
                 Plugin::NodeResourcesFit => {
-                    let mut with = freed.clone();
+                    let mut with = Freed::default();
                     for p in added.clone() {
-                        with.add(&p.requests, -1);
+                        with.add(&p.requests, 1);
                     }
-                    fit::filter(self, &st.fit, slot, &with)
+                    fit::filter(self, &st.fit, slot, freed, &with)
                 }
                 Plugin::NodePorts => (!st.ports.is_empty()
                     && (!node_ports::filter(self, &st.ports, self.bind_all_ip, slot)
@@ -494,7 +505,7 @@ impl Snapshot {
                     |ns| self.namespace_labels(ns),
                     added.clone(),
                 ),
-                _ => self.filter_plugin(plugin, st, slot, freed),
+                _ => self.filter_plugin(plugin, st, slot, freed, &NOTHING_FREED),
             };
             if let Some((unresolvable, detail)) = rejected {
                 return Some(Reject {

@@ -28,6 +28,8 @@
 //! may find another set of the same size); ties between equally important pods are
 //! broken by uid, and ties between equally good candidates go to the first one found.
 
+use std::sync::Arc;
+
 use ahash::AHashSet;
 use pyo3::prelude::*;
 use rayon::prelude::*;
@@ -66,12 +68,13 @@ pub struct LowerPods {
 struct Scratch {
     pods: Vec<u32>,
     freed: Freed,
-    /// A memo computed for the node just evaluated, for the caller to keep.
-    memo: Option<LowerPods>,
+    /// A memo computed for the node just evaluated, for the caller to keep (boxed: the
+    /// wave's results stay small, and misses are rare once the memo is warm).
+    memo: Option<Box<LowerPods>>,
 }
 
 /// One node's outcome in a wave, with the memo to keep for it.
-type Evaluated = (u32, Result<Candidate, NotCandidate>, Option<LowerPods>);
+type Evaluated = (u32, Result<Candidate, NotCandidate>, Option<Box<LowerPods>>);
 
 /// What the dry run reads of a `policy/v1` PodDisruptionBudget.
 #[derive(Debug)]
@@ -87,7 +90,7 @@ pub struct Pdb {
 /// A victim as ranking reads it.
 #[derive(Clone, Debug)]
 pub struct Victim {
-    pub uid: String,
+    pub uid: Arc<str>,
     pub priority: i32,
     /// Start time in seconds (`now` for a pod that has not started).
     pub start: f64,
@@ -96,7 +99,7 @@ pub struct Victim {
 /// A node where the preemptor fits once `victims` (most important first) are gone.
 #[derive(Clone, Debug)]
 pub struct Candidate {
-    pub node: String,
+    pub node: Arc<str>,
     pub victims: Vec<Victim>,
     pub num_pdb_violations: usize,
 }
@@ -172,7 +175,7 @@ impl Snapshot {
             };
             for (slot, _, memo) in results.iter_mut() {
                 if let Some(m) = memo.take() {
-                    self.lower_pods[*slot as usize] = m;
+                    self.lower_pods[*slot as usize] = *m;
                 }
             }
             for (slot, found, _) in results {
@@ -333,12 +336,12 @@ impl Snapshot {
                     count += 1;
                 }
             }
-            *memo = Some(LowerPods {
+            *memo = Some(Box::new(LowerPods {
                 stamp,
                 priority: st.priority,
                 count,
                 freed: freed.clone(),
-            });
+            }));
             (count, &*freed)
         };
         if count == 0 {
@@ -443,7 +446,7 @@ impl Snapshot {
             });
         }
         Ok(Candidate {
-            node: node.to_string(),
+            node: node.clone(),
             victims,
             num_pdb_violations,
         })
@@ -512,8 +515,8 @@ type PyCandidate = (String, Vec<String>, usize);
 
 fn to_py(c: &Candidate) -> PyCandidate {
     (
-        c.node.clone(),
-        c.victims.iter().map(|v| v.uid.clone()).collect(),
+        c.node.to_string(),
+        c.victims.iter().map(|v| v.uid.to_string()).collect(),
         c.num_pdb_violations,
     )
 }

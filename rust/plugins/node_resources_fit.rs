@@ -218,14 +218,16 @@ pub struct Freed {
     spill: Vec<(usize, i64)>,
 }
 
-impl Freed {
-    pub const NONE: Freed = Freed {
-        pods: 0,
-        len: 0,
-        inline: [(0, 0); FREED_INLINE],
-        spill: Vec::new(),
-    };
+/// Nothing freed. A `static`, not a `const`: a type with a destructor is not promoted,
+/// so `&` of a const would build a fresh value on every call of the hot filter path.
+pub static NOTHING_FREED: Freed = Freed {
+    pods: 0,
+    len: 0,
+    inline: [(0, 0); FREED_INLINE],
+    spill: Vec::new(),
+};
 
+impl Freed {
     #[inline]
     pub fn of(&self, col: usize) -> i64 {
         if let Some(&(_, a)) = self.inline[..self.len].iter().find(|(c, _)| *c == col) {
@@ -264,20 +266,27 @@ impl Freed {
 /// Filter: `None` when the node fits, else `(unresolvable, bitmask)`: bit 0 "Too many
 /// pods", bit `1 + j` the `j`-th entry of `state.checks`. The rejection is
 /// UnschedulableAndUnresolvable when some request exceeds the node's whole allocatable
-/// (evicting pods cannot help); "Too many pods" alone never is. `freed` is taken off
-/// the node's requested amounts first.
+/// (evicting pods cannot help); "Too many pods" alone never is. The node is judged with
+/// `freed` taken off its requested amounts and `added` (e.g. nominated pods) put on.
 #[inline]
-pub fn filter(snap: &Snapshot, st: &FilterState, slot: u32, freed: &Freed) -> Option<(bool, u64)> {
+pub fn filter(
+    snap: &Snapshot,
+    st: &FilterState,
+    slot: u32,
+    freed: &Freed,
+    added: &Freed,
+) -> Option<(bool, u64)> {
     let i = slot as usize;
     let mut mask = 0u64;
     let mut unresolvable = false;
-    if snap.requested[PODS][i] - freed.pods + 1 > snap.allocatable[PODS][i] {
+    if snap.requested[PODS][i] - freed.pods + added.pods + 1 > snap.allocatable[PODS][i] {
         mask |= 1;
     }
     if !st.requests_nothing {
         for (j, &(col, amount)) in st.checks.iter().enumerate() {
             let alloc = snap.allocatable[col][i];
-            if amount > alloc - (snap.requested[col][i] - freed.of(col)) {
+            let requested = snap.requested[col][i] - freed.of(col) + added.of(col);
+            if amount > alloc - requested {
                 mask |= 1u64 << (j + 1).min(63);
                 unresolvable |= amount > alloc;
             }

@@ -38,7 +38,8 @@ use tree::NodeTree;
 /// InterPodAffinity, PodTopologySpread and NodePorts need of it, interned.
 #[derive(Debug, Clone)]
 pub struct PodRecord {
-    pub uid: String,
+    /// Shared, so preemption's candidates name their victims without copying.
+    pub uid: Arc<str>,
     pub name: String,
     pub slot: u32,
     pub priority: i32,
@@ -133,6 +134,8 @@ pub struct Snapshot {
     /// How many pods are nominated to each slot's node (by name), so filtering skips
     /// the nominations lookup for the other nodes.
     pub nominated_on: Vec<u32>,
+    /// Per slot, what the pods nominated to its node add up to.
+    pub nominated_sum: Vec<nominated::NominatedSum>,
     /// Existing pods' required anti-affinity terms, grouped.
     pub anti_index: anti::AntiIndex,
 
@@ -191,6 +194,7 @@ impl Snapshot {
             count_cache: counts::CountCache::default(),
             nominated: nominated::NominatedPods::default(),
             nominated_on: Vec::new(),
+            nominated_sum: Vec::new(),
             anti_index: anti::AntiIndex::default(),
             tree: NodeTree::default(),
             order: Vec::new(),
@@ -296,6 +300,7 @@ impl Snapshot {
                 self.node_pods.push(Vec::new());
                 self.slot_gen.push(0);
                 self.nominated_on.push(0);
+                self.nominated_sum.push(Default::default());
                 self.lower_pods.push(Default::default());
                 self.node_ports.push(Vec::new());
                 self.node_images.push(Vec::new());
@@ -307,6 +312,7 @@ impl Snapshot {
         self.slot_gen[i] = self.slot_gen[i].wrapping_add(1);
         self.nominated_on[i] = self.nominated.on(name).len() as u32;
         self.names[i] = Arc::from(name);
+        self.refresh_nominated_sum(slot);
         self.in_use[i] = true;
         self.by_name.insert(name.to_owned(), slot);
         slot
@@ -326,6 +332,7 @@ impl Snapshot {
         self.clear_node_fields(slot);
         self.node_pods[i].clear();
         self.nominated_on[i] = 0;
+        self.nominated_sum[i] = Default::default();
         self.node_ports[i].clear();
         self.free.push(slot);
     }
@@ -476,7 +483,7 @@ impl Snapshot {
         };
         let host_ports = node_ports::compile(&pod.host_ports, &mut self.interner);
         PodRecord {
-            uid: pod.uid.clone(),
+            uid: Arc::from(pod.uid.as_str()),
             name: pod.name.clone(),
             slot,
             priority: pod.priority,
@@ -514,7 +521,7 @@ impl Snapshot {
         };
         self.node_pods[i].push(idx);
         self.update_counts(&rec, 1);
-        self.pod_index.insert(rec.uid.clone(), idx);
+        self.pod_index.insert(rec.uid.to_string(), idx);
         self.pods[idx as usize] = Some(rec);
         self.index_anti(idx, 1);
         self.generation += 1;
@@ -526,7 +533,7 @@ impl Snapshot {
     pub(crate) fn detach(&mut self, idx: u32) -> Option<PodRecord> {
         self.index_anti(idx, -1);
         let rec = self.pods[idx as usize].take()?;
-        self.pod_index.remove(&rec.uid);
+        self.pod_index.remove(&*rec.uid);
         self.update_counts(&rec, -1);
         self.free_pods.push(idx);
         let i = rec.slot as usize;

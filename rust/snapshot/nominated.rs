@@ -18,6 +18,7 @@
 use ahash::AHashMap;
 
 use crate::plugins::node_ports::HostPort;
+use crate::plugins::node_resources_fit::Freed;
 use crate::pod::CompiledPod;
 use crate::snapshot::{PodRecord, Snapshot};
 
@@ -44,6 +45,11 @@ impl NominatedPods {
         self.node_of.len()
     }
 
+    /// The node `uid` is nominated to.
+    pub fn node_of(&self, uid: &str) -> Option<&str> {
+        self.node_of.get(uid).map(String::as_str)
+    }
+
     /// The pods nominated to node `node`.
     #[inline]
     pub fn on(&self, node: &str) -> &[PodRecord] {
@@ -51,11 +57,30 @@ impl NominatedPods {
     }
 }
 
+/// What the pods nominated to one slot's node add up to: filtering a pod that all of
+/// them count against (the common case) takes their room in one step.
+#[derive(Clone, Debug)]
+pub struct NominatedSum {
+    /// The lowest priority among them (`i32::MAX` when there are none).
+    pub min_priority: i32,
+    /// Their pod count and summed requests.
+    pub room: Freed,
+}
+
+impl Default for NominatedSum {
+    fn default() -> Self {
+        NominatedSum {
+            min_priority: i32::MAX,
+            room: Freed::default(),
+        }
+    }
+}
+
 /// Whether nominated pod `n` counts against a pod of `priority` and `uid` (equal or
 /// higher priority, not the pod itself).
 #[inline]
 fn counts_against(n: &PodRecord, priority: i32, uid: &str) -> bool {
-    n.priority >= priority && n.uid != uid
+    n.priority >= priority && &*n.uid != uid
 }
 
 impl Snapshot {
@@ -72,8 +97,19 @@ impl Snapshot {
             .push(rec);
         if let Some(slot) = self.slot_of(node_name) {
             self.nominated_on[slot as usize] += 1;
+            self.refresh_nominated_sum(slot);
         }
         self.generation += 1;
+    }
+
+    /// Recompute `nominated_sum` of `slot` from the pods nominated to its node.
+    pub(crate) fn refresh_nominated_sum(&mut self, slot: u32) {
+        let mut sum = NominatedSum::default();
+        for rec in self.nominated.on(&self.names[slot as usize]) {
+            sum.min_priority = sum.min_priority.min(rec.priority);
+            sum.room.add(&rec.requests, 1);
+        }
+        self.nominated_sum[slot as usize] = sum;
     }
 
     pub fn clear_nominated(&mut self, uid: &str) -> bool {
@@ -81,7 +117,7 @@ impl Snapshot {
             return false;
         };
         if let Some(v) = self.nominated.by_node.get_mut(&node) {
-            v.retain(|n| n.uid != uid);
+            v.retain(|n| &*n.uid != uid);
             if v.is_empty() {
                 self.nominated.by_node.remove(&node);
             }
@@ -89,6 +125,7 @@ impl Snapshot {
         if let Some(slot) = self.slot_of(&node) {
             let n = &mut self.nominated_on[slot as usize];
             *n = n.saturating_sub(1);
+            self.refresh_nominated_sum(slot);
         }
         self.generation += 1;
         true

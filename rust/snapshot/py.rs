@@ -581,11 +581,11 @@ impl Snapshot {
                 victims.push(Victim {
                     priority: rec.priority,
                     start: rec.start_time.unwrap_or(now),
-                    uid,
+                    uid: uid.into(),
                 });
             }
             cands.push(Candidate {
-                node,
+                node: node.into(),
                 victims,
                 num_pdb_violations,
             });
