@@ -298,8 +298,18 @@ def _terminating_by_preemption(pod: Pod) -> bool:
     return False
 
 
+_last_rfc3339: tuple[int, str] = (-1, "")
+
+
 def _rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(int(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """``t`` as the API's whole-second timestamp (the last one is remembered: the
+    victims of one preemption share it)."""
+    global _last_rfc3339
+    second = int(t)
+    if _last_rfc3339[0] != second:
+        text = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        _last_rfc3339 = (second, text)
+    return _last_rfc3339[1]
 
 
 def _more_important_first(cp: NodePod, now: float) -> tuple[int, float, str]:
