@@ -323,6 +323,8 @@ async def serve(
             len(sched.node_informer.store),
             len(sched.pod_informer.store),
         )
+        # The synced objects live as long as the scheduler: out of the collector's way.
+        aio.tune_gc()
         return True
 
     try:
