@@ -228,6 +228,12 @@ pub static NOTHING_FREED: Freed = Freed {
 };
 
 impl Freed {
+    /// Nothing freed (or added) at all.
+    #[inline]
+    pub fn is_nothing(&self) -> bool {
+        self.pods == 0 && self.len == 0 && self.spill.is_empty()
+    }
+
     #[inline]
     pub fn of(&self, col: usize) -> i64 {
         if let Some(&(_, a)) = self.inline[..self.len].iter().find(|(c, _)| *c == col) {
@@ -276,6 +282,9 @@ pub fn filter(
     freed: &Freed,
     added: &Freed,
 ) -> Option<(bool, u64)> {
+    if freed.is_nothing() && added.is_nothing() {
+        return filter_as_is(snap, st, slot);
+    }
     let i = slot as usize;
     let mut mask = 0u64;
     let mut unresolvable = false;
@@ -287,6 +296,31 @@ pub fn filter(
             let alloc = snap.allocatable[col][i];
             let requested = snap.requested[col][i] - freed.of(col) + added.of(col);
             if amount > alloc - requested {
+                mask |= 1u64 << (j + 1).min(63);
+                unresolvable |= amount > alloc;
+            }
+        }
+    }
+    if mask == 0 {
+        None
+    } else {
+        Some((unresolvable, mask))
+    }
+}
+
+/// `filter` of the node as it is: the hot path of every scheduling attempt.
+#[inline]
+fn filter_as_is(snap: &Snapshot, st: &FilterState, slot: u32) -> Option<(bool, u64)> {
+    let i = slot as usize;
+    let mut mask = 0u64;
+    let mut unresolvable = false;
+    if snap.requested[PODS][i] + 1 > snap.allocatable[PODS][i] {
+        mask |= 1;
+    }
+    if !st.requests_nothing {
+        for (j, &(col, amount)) in st.checks.iter().enumerate() {
+            let alloc = snap.allocatable[col][i];
+            if amount > alloc - snap.requested[col][i] {
                 mask |= 1u64 << (j + 1).min(63);
                 unresolvable |= amount > alloc;
             }
