@@ -15,21 +15,12 @@ import pytest
 
 from ksched.config import Duration, Extender
 from ksched.framework.extender import HTTPExtender
-from ksched.framework.profile import default_profile
-from ksched.scheduler import Scheduler
 from ksched.sim import InMemoryCluster
 from ksched.sim.workloads import make_node, make_pod
+from tests.helpers import RunningWithExtenders, node_of, wait_for
 from tests.unit.extender.fake_extender import FakeExtender
 
 PROFILE = "default-scheduler"
-
-
-async def wait_for(cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not cond():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.002)
 
 
 def full_cluster(*nodes: str) -> InMemoryCluster:
@@ -47,26 +38,6 @@ def extender(url: str, **kw: Any) -> HTTPExtender:
     return HTTPExtender(
         Extender(url_prefix=url, preempt_verb="preempt", http_timeout=Duration.seconds(5), **kw)
     )
-
-
-class Running:
-    def __init__(self, cluster: InMemoryCluster, *extenders: HTTPExtender) -> None:
-        self.sched = Scheduler(cluster, {PROFILE: default_profile()}, seed=1, extenders=extenders)
-
-    async def __aenter__(self) -> Scheduler:
-        await self.sched.start()
-        self.task = asyncio.get_running_loop().create_task(self.sched.run())
-        return self.sched
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.sched.shutdown()
-        self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
-
-
-def node_of(c: InMemoryCluster, name: str) -> str | None:
-    pod = c.get("pods", f"default/{name}")
-    return None if pod is None else pod["spec"].get("nodeName")
 
 
 def keep_nodes(*keep: str) -> Callable[[Any], Any]:
@@ -92,7 +63,7 @@ async def test_only_a_candidate_the_extender_accepts_is_chosen(cache_capable: bo
     c = full_cluster("n1", "n2", "n3")
     async with FakeExtender() as fake:
         fake.handlers["preempt"] = keep_nodes("n3")
-        async with Running(c, extender(fake.url, node_cache_capable=cache_capable)):
+        async with RunningWithExtenders(c, extender(fake.url, node_cache_capable=cache_capable)):
             c.create("pods", make_pod("high", cpu="1", priority=100))
             await wait_for(lambda: node_of(c, "high") == "n3")
         (args,) = fake.calls("preempt")
@@ -109,7 +80,7 @@ async def test_extenders_answer_in_turn_each_seeing_the_previous_answer() -> Non
     async with FakeExtender(prefix="/a") as first, FakeExtender(prefix="/b") as second:
         first.handlers["preempt"] = keep_nodes("n2", "n3")
         second.handlers["preempt"] = keep_nodes("n2")
-        async with Running(c, extender(first.url), extender(second.url)):
+        async with RunningWithExtenders(c, extender(first.url), extender(second.url)):
             c.create("pods", make_pod("high", cpu="1", priority=100))
             await wait_for(lambda: node_of(c, "high") == "n2")
         (args,) = second.calls("preempt")
@@ -131,7 +102,7 @@ async def test_a_failing_extender_stops_the_preemption(answer: Any, error: str) 
     c = full_cluster("n1", "n2")
     async with FakeExtender() as fake:
         fake.handlers["preempt"] = lambda args: answer
-        async with Running(c, extender(fake.url)):
+        async with RunningWithExtenders(c, extender(fake.url)):
             c.create("pods", make_pod("high", cpu="1", priority=100))
             await wait_for(
                 lambda: any(
@@ -147,7 +118,7 @@ async def test_an_ignorable_extender_that_fails_is_skipped() -> None:
     c = full_cluster("n1")
     async with FakeExtender() as fake:
         fake.handlers["preempt"] = lambda args: (500, b"boom")
-        async with Running(c, extender(fake.url, ignorable=True)):
+        async with RunningWithExtenders(c, extender(fake.url, ignorable=True)):
             c.create("pods", make_pod("high", cpu="1", priority=100))
             await wait_for(lambda: node_of(c, "high") == "n1")
         assert len(fake.calls("preempt")) >= 1
@@ -164,7 +135,7 @@ async def test_an_ignorable_extender_drops_the_nodes_it_answers_without_victims(
 
     async with FakeExtender() as fake:
         fake.handlers["preempt"] = answer
-        async with Running(c, extender(fake.url, ignorable=True)):
+        async with RunningWithExtenders(c, extender(fake.url, ignorable=True)):
             c.create("pods", make_pod("high", cpu="1", priority=100))
             await wait_for(lambda: node_of(c, "high") == "n2")
     assert c.get("pods", "default/low-n1") is not None
@@ -182,7 +153,7 @@ async def test_an_extender_without_the_preempt_verb_is_not_asked() -> None:
                 http_timeout=Duration.seconds(5),
             )
         )
-        async with Running(c, ext):
+        async with RunningWithExtenders(c, ext):
             c.create("pods", make_pod("high", cpu="1", priority=100))
             await wait_for(lambda: node_of(c, "high") == "n1")
         assert fake.calls("preempt") == []
@@ -199,7 +170,7 @@ async def test_a_victim_deleted_while_the_extender_answers_does_not_fail_the_pre
 
     async with FakeExtender() as fake:
         fake.handlers["preempt"] = slow
-        async with Running(c, extender(fake.url)):
+        async with RunningWithExtenders(c, extender(fake.url)):
             c.create("pods", make_pod("high", cpu="1", priority=100))
             await wait_for(lambda: node_of(c, "high") == "n1")
     assert c.get("pods", "default/low-n2") is not None

@@ -24,18 +24,10 @@ from ksched.framework.status import Code, Status
 from ksched.scheduler import Scheduler
 from ksched.sim import InMemoryCluster
 from ksched.sim.workloads import make_node, make_pod
-from tests.helpers import parsed_pod
+from tests.helpers import RunningWithExtenders, node_of, parsed_pod, wait_for
 from tests.unit.extender.fake_extender import FakeExtender, names_of
 
 PROFILE = "default-scheduler"
-
-
-async def wait_for(cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not cond():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.002)
 
 
 def cluster_with(*nodes: str) -> InMemoryCluster:
@@ -43,11 +35,6 @@ def cluster_with(*nodes: str) -> InMemoryCluster:
     for n in nodes:
         c.create("nodes", make_node(n))
     return c
-
-
-def node_of(c: InMemoryCluster, name: str) -> str | None:
-    pod = c.get("pods", f"default/{name}")
-    return None if pod is None else pod["spec"].get("nodeName")
 
 
 def condition(c: InMemoryCluster, name: str) -> dict[str, Any] | None:
@@ -63,19 +50,7 @@ def extender(url: str, **kw: Any) -> HTTPExtender:
     return HTTPExtender(Extender(url_prefix=url, **kw))
 
 
-class Running:
-    def __init__(self, cluster: InMemoryCluster, *extenders: HTTPExtender) -> None:
-        self.sched = Scheduler(cluster, {PROFILE: default_profile()}, seed=1, extenders=extenders)
-
-    async def __aenter__(self) -> Scheduler:
-        await self.sched.start()
-        self.task = asyncio.get_running_loop().create_task(self.sched.run())
-        return self.sched
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.sched.shutdown()
-        self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
+Running = RunningWithExtenders
 
 
 def keep_only(*keep: str, failed: str = "rejected by the extender") -> Callable[[Any], Any]:
