@@ -90,16 +90,7 @@ def nodes(control_plane: ControlPlane) -> Iterator[list[str]]:
     tag = uuid.uuid4().hex[:6]
     names = [f"ext-{tag}-a", f"ext-{tag}-b"]
     for name in names:
-        obj = make_node(name, cpu="8", memory="32Gi")
-        status, body = control_plane.request("POST", "/api/v1/nodes", obj)
-        assert status == 201, body
-        status, body = control_plane.request(
-            "PATCH",
-            f"/api/v1/nodes/{name}/status",
-            {"status": obj["status"]},
-            content_type="application/merge-patch+json",
-        )
-        assert status == 200, body
+        control_plane.create_node(make_node(name, cpu="8", memory="32Gi"))
     yield names
     for name in names:
         control_plane.request("DELETE", f"/api/v1/nodes/{name}")

@@ -57,14 +57,7 @@ def test_the_apiserver_elects_one_candidate_and_reelects_when_it_dies(
     cp = cle_plane
     ns = f"cle-{uuid.uuid4().hex[:6]}"
     assert cp.request("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})[0] == 201
-    node = make_node("cle-node")
-    assert cp.request("POST", "/api/v1/nodes", node)[0] == 201
-    cp.request(
-        "PATCH",
-        "/api/v1/nodes/cle-node/status",
-        {"status": node["status"]},
-        content_type="application/merge-patch+json",
-    )
+    cp.create_node(make_node("cle-node"))
     cfg = write_scheduler_config(
         tmp_path / "cfg.json",
         {

@@ -90,16 +90,7 @@ def replicas(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Callable[.
 def nodes(control_plane: ControlPlane) -> Iterator[list[str]]:
     names = [f"le-{uuid.uuid4().hex[:6]}-{i}" for i in range(20)]
     for name in names:
-        obj = make_node(name, cpu="64", memory="256Gi", pods="110")
-        status, body = control_plane.request("POST", "/api/v1/nodes", obj)
-        assert status == 201, body
-        status, body = control_plane.request(
-            "PATCH",
-            f"/api/v1/nodes/{name}/status",
-            {"status": obj["status"]},
-            content_type="application/merge-patch+json",
-        )
-        assert status == 200, body
+        control_plane.create_node(make_node(name, cpu="64", memory="256Gi", pods="110"))
     yield names
     for name in names:
         control_plane.request("DELETE", f"/api/v1/nodes/{name}")

@@ -292,14 +292,7 @@ def test_ksched_runs_as_the_service_account(
     cfg_path = tmp_path / "config.yaml"
     cfg_path.write_text(yaml.safe_dump(config))
     node = f"rbac-{uuid.uuid4().hex[:6]}"
-    obj = make_node(node)
-    assert cp.request("POST", "/api/v1/nodes", obj)[0] == 201
-    cp.request(
-        "PATCH",
-        f"/api/v1/nodes/{node}/status",
-        {"status": obj["status"]},
-        content_type="application/merge-patch+json",
-    )
+    cp.create_node(make_node(node))
     proc = KschedProcess(
         [f"--config={cfg_path}", f"--client-ca-file={cp.ca_file}", "-v", "2"],
         tmp_path / "ksched.log",

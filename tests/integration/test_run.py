@@ -96,16 +96,7 @@ def ksched(tmp_path: Path) -> Iterator[Callable[..., KschedProcess]]:
 @pytest.fixture
 def node(control_plane: ControlPlane) -> Iterator[str]:
     name = f"run-{uuid.uuid4().hex[:6]}"
-    obj = make_node(name, cpu="8", memory="32Gi")
-    status, body = control_plane.request("POST", "/api/v1/nodes", obj)
-    assert status == 201, body
-    status, body = control_plane.request(
-        "PATCH",
-        f"/api/v1/nodes/{name}/status",
-        {"status": obj["status"]},
-        content_type="application/merge-patch+json",
-    )
-    assert status == 200, body
+    control_plane.create_node(make_node(name, cpu="8", memory="32Gi"))
     yield name
     control_plane.request("DELETE", f"/api/v1/nodes/{name}")
 

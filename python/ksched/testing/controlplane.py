@@ -666,6 +666,24 @@ class ControlPlane:
         except ValueError:
             return status, raw.decode(errors="replace")
 
+    def create_node(self, obj: Any) -> str:
+        """Create a node and set its status (the API drops ``status`` on create, so a
+        node needs a second call to report capacity and Ready); returns its name.
+        Raises ``RuntimeError`` naming the node when the API refuses either call."""
+        name = str(obj["metadata"]["name"])
+        status, body = self.request("POST", "/api/v1/nodes", obj)
+        if status != 201:
+            raise RuntimeError(f"creating node {name}: HTTP {status}: {body}")
+        status, body = self.request(
+            "PATCH",
+            f"/api/v1/nodes/{name}/status",
+            {"status": obj.get("status") or {}},
+            content_type="application/merge-patch+json",
+        )
+        if status != 200:
+            raise RuntimeError(f"setting the status of node {name}: HTTP {status}: {body}")
+        return name
+
     def kubeconfig_for(self, user: str, groups: Sequence[str] = ()) -> Path:
         """Kubeconfig for a non-admin identity (client cert CN=user, O=groups).
 
