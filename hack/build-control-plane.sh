@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the real test control plane from Go modules (no prebuilt binaries):
-#   kube-apiserver, kube-scheduler  from k8s.io/kubernetes  (hack/controlplane/kube)
+#   kube-apiserver, kube-scheduler, kube-controller-manager
+#                                   from k8s.io/kubernetes  (hack/controlplane/kube)
 #   etcd                            from go.etcd.io/etcd/server/v3 (hack/controlplane/etcd)
 #
 # Binaries go to  ${KSCHED_CACHE_DIR:-~/.cache/ksched}/bin/<kube version>/ .
@@ -54,55 +55,93 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 ETCD_LDFLAGS="-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=module-$ETCD_VERSION"
 
+# Sources of the wrapper module itself (a Go program of ours, if any) count in the stamp.
 stamp_of() { # module-dir ldflags
-  { cat "$1/go.mod" "$1/go.sum"; echo "$GOVERSION"; echo "$2"; echo "${COMMON_FLAGS[0]} CGO_ENABLED=0"; } \
+  { cat "$1/go.mod" "$1/go.sum"; find "$1" -name '*.go' -type f | LC_ALL=C sort | xargs -r cat;
+    echo "$GOVERSION"; echo "$2"; echo "${COMMON_FLAGS[0]} CGO_ENABLED=0"; } \
     | sha256sum | cut -d' ' -f1
 }
 
-# build <name> <module-dir> <ldflags> <pkg>:<binary>...
-build_group() {
+STAGES_TOTAL=0
+STAGE=0
+TOTAL_START=$(date +%s)
+elapsed() { local s=$(( $(date +%s) - TOTAL_START )); printf '%dm%02ds' $((s / 60)) $((s % 60)); }
+
+# stage <what> <command...>: one line when a stage starts and one when it ends, each
+# with the time since the build began.  A heartbeat line every 60 s shows a long
+# compile is alive (a cold kube-apiserver takes 5-10 minutes on 2 busy cores).
+stage() {
+  local what="$1"; shift
+  STAGE=$((STAGE + 1))
+  log "[$STAGE/$STAGES_TOTAL] $what ... (at $(elapsed))"
+  local t0; t0=$(date +%s)
+  ( while sleep 60; do log "[$STAGE/$STAGES_TOTAL] $what: still running, $(( $(date +%s) - t0 ))s (at $(elapsed))"; done ) &
+  local beat=$! rc=0
+  "$@" || rc=$?
+  kill "$beat" 2>/dev/null; wait "$beat" 2>/dev/null || true
+  if [[ $rc -ne 0 ]]; then log "[$STAGE/$STAGES_TOTAL] $what: FAILED (exit $rc)"; exit "$rc"; fi
+  log "[$STAGE/$STAGES_TOTAL] $what: done in $(( $(date +%s) - t0 ))s (at $(elapsed))"
+}
+
+# `go build -o dir/ pkg` names the binary after the last path element of the package,
+# or the one before it when the last is a major-version suffix (.../server/v3 -> server).
+compile() { # module-dir ldflags pkg binary
+  local dir="$1" ldflags="$2" pkg="$3" bin="$4" tmp
+  tmp="$(mktemp -d "$BIN/.build-$bin.XXXXXX")"
+  (cd "$dir" && "$GO" build "${COMMON_FLAGS[@]}" -ldflags "$ldflags" -o "$tmp/$bin" "$pkg") || { rm -rf "$tmp"; return 1; }
+  mv -f "$tmp/$bin" "$BIN/$bin"
+  rm -rf "$tmp"
+}
+
+# Module downloads, quietly (`go: downloading` is one line per module: hundreds).
+download() { # module-dir...
+  local d out
+  for d in "$@"; do
+    out="$(cd "$d" && "$GO" mod download 2>&1)" || { printf '%s\n' "$out" >&2; return 1; }
+  done
+}
+
+# plan <name> <module-dir> <ldflags> <pkg>:<binary>...: queue a group's binaries unless
+# they exist and the group's stamp matches.
+PLAN=()
+plan_group() {
   local name="$1" dir="$2" ldflags="$3"; shift 3
-  local stamp_file="$BIN/.$name.stamp" want have="" missing=0 spec bin pkgs=() bins=()
+  local stamp_file="$BIN/.$name.stamp" want have="" missing=0 spec
   want="$(stamp_of "$dir" "$ldflags")"
   [[ -f "$stamp_file" ]] && have="$(cat "$stamp_file")"
-  for spec in "$@"; do
-    pkgs+=("${spec%%:*}"); bins+=("${spec##*:}")
-    [[ -x "$BIN/${spec##*:}" ]] || missing=1
-  done
+  for spec in "$@"; do [[ -x "$BIN/${spec##*:}" ]] || missing=1; done
   if [[ "$missing" == 0 && "$have" == "$want" && "${KSCHED_FORCE:-0}" != 1 ]]; then
-    log "$name: up to date (${bins[*]} in $BIN)"
+    log "$name: up to date ($(for spec in "$@"; do printf '%s ' "${spec##*:}"; done)in $BIN)"
     return 0
   fi
-  log "$name: building ${bins[*]} with $GOVERSION -p $P (this takes minutes on a cold cache) ..."
-  local tmp start end
-  tmp="$(mktemp -d "$BIN/.build-$name.XXXXXX")"
-  start=$(date +%s)
-  (cd "$dir" && "$GO" build "${COMMON_FLAGS[@]}" -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}")
-  end=$(date +%s)
-  # `go build -o dir/ pkg` names the binary after the last path element of the package,
-  # or the one before it when the last is a major-version suffix (.../server/v3 -> server).
-  local i src base
-  for i in "${!pkgs[@]}"; do
-    base="${pkgs[$i]##*/}"
-    if [[ "$base" =~ ^v[0-9]+$ ]]; then base="${pkgs[$i]%/*}"; base="${base##*/}"; fi
-    src="$tmp/$base"
-    [[ -x "$src" ]] || { log "error: expected $src after build"; exit 1; }
-    mv -f "$src" "$BIN/${bins[$i]}"
-  done
-  rm -rf "$tmp"
-  echo "$want" > "$stamp_file"
-  log "$name: built in $((end - start))s: $(cd "$BIN" && du -h "${bins[@]}" | tr '\t\n' ' ')"
+  rm -f "$stamp_file"
+  for spec in "$@"; do PLAN+=("$name|$dir|$ldflags|${spec%%:*}|${spec##*:}"); done
+  PLAN+=("$name|$dir|stamp|$want|")
 }
 
 exec 9>"$BIN/.lock"
 flock 9
 
-total_start=$(date +%s)
-build_group kube "$KUBE_MOD" "$KUBE_LDFLAGS" \
+plan_group kube "$KUBE_MOD" "$KUBE_LDFLAGS" \
   k8s.io/kubernetes/cmd/kube-apiserver:kube-apiserver \
-  k8s.io/kubernetes/cmd/kube-scheduler:kube-scheduler
+  k8s.io/kubernetes/cmd/kube-scheduler:kube-scheduler \
+  k8s.io/kubernetes/cmd/kube-controller-manager:kube-controller-manager
 # The server/v3 module root is etcd's main package.
-build_group etcd "$ETCD_MOD" "$ETCD_LDFLAGS" \
+plan_group etcd "$ETCD_MOD" "$ETCD_LDFLAGS" \
   go.etcd.io/etcd/server/v3:etcd
-log "done in $(( $(date +%s) - total_start ))s; binaries in $BIN"
+
+if [[ ${#PLAN[@]} -gt 0 ]]; then
+  dirs=()
+  for item in "${PLAN[@]}"; do IFS='|' read -r _ d _ _ _ <<<"$item"; [[ " ${dirs[*]} " == *" $d "* ]] || dirs+=("$d"); done
+  STAGES_TOTAL=1
+  for item in "${PLAN[@]}"; do [[ "$item" == *"|stamp|"* ]] || STAGES_TOTAL=$((STAGES_TOTAL + 1)); done
+  log "building with $GOVERSION -p $P into $BIN (a cold build takes 6-15 minutes on 2 cores)"
+  stage "download Go modules" download "${dirs[@]}"
+  for item in "${PLAN[@]}"; do
+    IFS='|' read -r name dir ldflags pkg bin <<<"$item"
+    if [[ "$ldflags" == stamp ]]; then echo "$pkg" > "$BIN/.$name.stamp"; continue; fi
+    stage "compile $bin" compile "$dir" "$ldflags" "$pkg" "$bin"
+  done
+fi
+log "done in $(elapsed); binaries in $BIN"
 echo "$BIN"

@@ -26,7 +26,68 @@ Kind = Literal[
     "replicasets",
     "statefulsets",
     "poddisruptionbudgets",
+    # Volume scheduling (VolumeBinding, VolumeRestrictions, VolumeZone, NodeVolumeLimits).
+    "persistentvolumes",
+    "persistentvolumeclaims",
+    "storageclasses",
+    "csinodes",
+    "csidrivers",
+    "csistoragecapacities",
+    "volumeattachments",
+    # Dynamic resource allocation (DynamicResources), resource.k8s.io/v1.
+    "resourceslices",
+    "deviceclasses",
+    "resourceclaims",
 ]
+
+#: Where each kind lives in the API: ``(group/version path prefix, namespaced)``.
+#: ``/api/v1`` is the core group. The real client builds its URLs from this, the
+#: embedded cluster its namespacing.
+KIND_PATHS: dict[str, tuple[str, bool]] = {
+    "pods": ("/api/v1", True),
+    "nodes": ("/api/v1", False),
+    "namespaces": ("/api/v1", False),
+    "services": ("/api/v1", True),
+    "replicationcontrollers": ("/api/v1", True),
+    "replicasets": ("/apis/apps/v1", True),
+    "statefulsets": ("/apis/apps/v1", True),
+    "poddisruptionbudgets": ("/apis/policy/v1", True),
+    "persistentvolumes": ("/api/v1", False),
+    "persistentvolumeclaims": ("/api/v1", True),
+    "storageclasses": ("/apis/storage.k8s.io/v1", False),
+    "csinodes": ("/apis/storage.k8s.io/v1", False),
+    "csidrivers": ("/apis/storage.k8s.io/v1", False),
+    "csistoragecapacities": ("/apis/storage.k8s.io/v1", True),
+    "volumeattachments": ("/apis/storage.k8s.io/v1", False),
+    "resourceslices": ("/apis/resource.k8s.io/v1", False),
+    "deviceclasses": ("/apis/resource.k8s.io/v1", False),
+    "resourceclaims": ("/apis/resource.k8s.io/v1", True),
+}
+
+#: The ``Kind`` of each kind's objects (``kind`` field), for messages and events.
+KIND_NAMES: dict[str, str] = {
+    "pods": "Pod",
+    "nodes": "Node",
+    "namespaces": "Namespace",
+    "services": "Service",
+    "replicationcontrollers": "ReplicationController",
+    "replicasets": "ReplicaSet",
+    "statefulsets": "StatefulSet",
+    "poddisruptionbudgets": "PodDisruptionBudget",
+    "persistentvolumes": "PersistentVolume",
+    "persistentvolumeclaims": "PersistentVolumeClaim",
+    "storageclasses": "StorageClass",
+    "csinodes": "CSINode",
+    "csidrivers": "CSIDriver",
+    "csistoragecapacities": "CSIStorageCapacity",
+    "volumeattachments": "VolumeAttachment",
+    "resourceslices": "ResourceSlice",
+    "deviceclasses": "DeviceClass",
+    "resourceclaims": "ResourceClaim",
+}
+
+#: Patch content types for :meth:`ClusterAPI.patch_object`.
+PatchType = Literal["merge", "strategic", "json"]
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
 #: Coordination objects leader election reads and writes: ``coordination.k8s.io/v1``
 #: Leases and (coordinated leader election) ``coordination.k8s.io/v1beta1``
@@ -101,6 +162,34 @@ class ClusterAPI(Protocol):
 
     async def delete_pod(self, *, namespace: str, name: str, uid: str) -> None:
         """Delete the pod (preemption), with a UID precondition."""
+        ...
+
+    # ---- any kind (plugins' PreBind: PV claimRef, PVC annotation, claim status) -------
+
+    async def get_object(self, *, kind: Kind, namespace: str, name: str) -> dict[str, Any]:
+        """One object, read from the API (not a cache). Raises :class:`NotFound`."""
+        ...
+
+    async def update_object(
+        self, *, kind: Kind, obj: dict[str, Any], subresource: str = ""
+    ) -> dict[str, Any]:
+        """Replace the object (PUT), or its ``status`` with ``subresource="status"``;
+        returns it as stored. ``metadata.resourceVersion`` is the precondition: a stale
+        one raises :class:`Conflict`; a missing object raises :class:`NotFound`."""
+        ...
+
+    async def patch_object(
+        self,
+        *,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        patch: Any,
+        patch_type: PatchType = "merge",
+        subresource: str = "",
+    ) -> dict[str, Any]:
+        """Patch the object (JSON merge, strategic merge or JSON patch); returns it as
+        stored. Raises :class:`NotFound`."""
         ...
 
     # ---- leader election (:mod:`ksched.leaderelection`) ------------------------------

@@ -28,7 +28,7 @@ import logging
 import socket
 import uuid
 from collections import Counter
-from collections.abc import Collection, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ksched._core import CompiledPod, Snapshot
@@ -45,11 +45,14 @@ from ksched.backend.queue.cluster_event import (
     EVENT_ASSIGNED_POD_DELETE,
     EVENT_NODE_ADD,
     EVENT_NODE_DELETE,
+    ActionType,
+    ClusterEvent,
     node_scheduling_properties_change,
     pod_scheduling_properties_change,
 )
+from ksched.backend.shared_informers import SharedInformer, SharedInformers, kind_of_resource
 from ksched.client.informer import Informer
-from ksched.cluster import ClusterAPI
+from ksched.cluster import ClusterAPI, Kind
 from ksched.events import EventRecorder
 from ksched.framework.extender import Extender, HTTPExtender
 from ksched.framework.interface import NodeInfo, NodePod
@@ -177,6 +180,9 @@ class SchedulerHandle:
     def get_pod(self, namespace: str, name: str) -> Obj | None:
         return self._sched.pod_informer.store.get(f"{namespace}/{name}")
 
+    def informer(self, kind: Kind) -> SharedInformer:
+        return self._sched.shared_informers.get(kind)
+
     def pod_disruption_budgets(self) -> Collection[Obj]:
         informer = self._sched.pdb_informer
         return informer.store.values() if informer is not None else ()
@@ -220,6 +226,9 @@ class Scheduler:
         self.metrics = SchedulerMetrics()
         self.cache = Cache(seed=seed)
         self.waiting_pods = WaitingPods()
+        #: Informers of the kinds plugins read (volumes, claims...): plugins ask for
+        #: them in ``setup``; every kind their events name is watched.
+        self.shared_informers = SharedInformers(api)
         self.handle = SchedulerHandle(self)
         for ext in self.extenders:
             if isinstance(ext, HTTPExtender) and ext.node_pods is None:
@@ -243,6 +252,7 @@ class Scheduler:
             sort_key=first.sort_key,
             metrics=self.metrics,
         )
+        self._watch_registered_kinds()
         #: uid → node of each nomination, to tell the cache which nodes they change.
         self._nominated_at: dict[str, str] = {}
         self.queue.nominator.listeners.append(self._nomination_touched)
@@ -323,10 +333,46 @@ class Scheduler:
                 on_delete=_ignore,
             )
             self.aux_informers.append(self.pdb_informer)
+        self.aux_informers.extend(inf.informer for inf in self.shared_informers.all())
+        self.shared_informers.freeze()
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
         self.synced = asyncio.Event()
+
+    def _watch_registered_kinds(self) -> None:
+        """Upstream ``addAllEventHandlers``: every kind a plugin's events name (beyond
+        nodes and pods) is watched, and its changes reach the queue as
+        ``<Kind>/Add|Update|Delete`` events whose hints get the raw objects."""
+        resources = {
+            reg.event.resource
+            for fw in self.frameworks.values()
+            for _, reg in fw.enqueue_registrations()
+        }
+        by_kind: dict[Kind, str] = {}
+        for resource in sorted(resources):
+            kind = kind_of_resource(resource)
+            if kind is not None:
+                by_kind[kind] = resource
+        for kind, resource in by_kind.items():
+            self.shared_informers.get(kind).add_handler(**self._requeue_handlers(resource))
+
+    def _requeue_handlers(self, resource: str) -> dict[str, Callable[..., None]]:
+        queue = self.queue
+        add = ClusterEvent(resource, ActionType.ADD)
+        update = ClusterEvent(resource, ActionType.UPDATE)
+        delete = ClusterEvent(resource, ActionType.DELETE)
+
+        def on_add(obj: Obj) -> None:
+            queue.move_all_to_active_or_backoff(add, None, obj)
+
+        def on_update(old: Obj, new: Obj) -> None:
+            queue.move_all_to_active_or_backoff(update, old, new)
+
+        def on_delete(obj: Obj) -> None:
+            queue.move_all_to_active_or_backoff(delete, obj, None)
+
+        return {"on_add": on_add, "on_update": on_update, "on_delete": on_delete}
 
     def _nomination_touched(self, pod: Pod, node: str | None) -> None:
         """Nominations count against their node when filtering: per-node results

@@ -241,3 +241,78 @@ def test_upstream_kube_scheduler_binds_a_pod(
         assert pod["spec"].get("nodeName"), (pod["status"], sched.log_path.read_text()[-3000:])
         assert "scheduler_schedule_attempts_total" in sched.metrics()
     assert not sched.alive()
+
+
+def test_controller_manager_binds_an_immediate_claim_to_a_matching_volume(
+    control_plane: ControlPlane, namespace: str
+) -> None:
+    """kube-controller-manager's PV controller completes a binding, as it will for the
+    claims the volume plugins start; the generic object calls of the real client work
+    on the objects it writes."""
+    import asyncio
+
+    from ksched.client.api import KubeClusterAPI
+    from ksched.client.kubeconfig import load_client_config
+
+    pv_name = f"pv-{uuid.uuid4().hex[:8]}"
+    pv = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": pv_name},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "manual",
+            "hostPath": {"path": "/tmp/x"},
+        },
+    }
+    status, body = control_plane.request("POST", "/api/v1/persistentvolumes", pv)
+    assert status == 201, body
+    pvc = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data", "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "manual",
+            "resources": {"requests": {"storage": "500Mi"}},
+        },
+    }
+    status, body = control_plane.request(
+        "POST", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", pvc
+    )
+    assert status == 201, body
+    with control_plane.start_controller_manager(["persistentvolume-binder-controller"]):
+        deadline = time.monotonic() + 30
+        while True:
+            status, body = control_plane.request(
+                "GET", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/data"
+            )
+            if (body.get("status") or {}).get("phase") == "Bound":
+                break
+            assert time.monotonic() < deadline, body
+            time.sleep(0.2)
+    assert body["spec"]["volumeName"] == pv_name
+
+    async def through_the_client() -> tuple[dict[str, Any], dict[str, Any]]:
+        api = KubeClusterAPI(load_client_config(kubeconfig=str(control_plane.kubeconfig)))
+        try:
+            got = await api.get_object(
+                kind="persistentvolumeclaims", namespace=namespace, name="data"
+            )
+            patched = await api.patch_object(
+                kind="persistentvolumes",
+                namespace="",
+                name=pv_name,
+                patch={"metadata": {"annotations": {"ksched.test/seen": "yes"}}},
+            )
+            return got, patched
+        finally:
+            await api.close()
+
+    got, patched = asyncio.run(through_the_client())
+    assert got["spec"]["volumeName"] == pv_name
+    assert patched["metadata"]["annotations"]["ksched.test/seen"] == "yes"
+    assert patched["status"]["phase"] == "Bound"
+    control_plane.request("DELETE", f"/api/v1/persistentvolumes/{pv_name}")

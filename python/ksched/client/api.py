@@ -44,7 +44,16 @@ from ksched.client.kubeconfig import ClientConfig, load_client_config
 from ksched.client.ratelimit import TokenBucket
 from ksched.client.rest import MAX_CONNECTIONS, STRATEGIC_MERGE_PATCH, RestClient
 from ksched.client.watching import watch
-from ksched.cluster import APIError, Gone, Kind, LeaseKind, ListResult, WatchEvent
+from ksched.cluster import (
+    KIND_PATHS,
+    APIError,
+    Gone,
+    Kind,
+    LeaseKind,
+    ListResult,
+    PatchType,
+    WatchEvent,
+)
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +64,25 @@ POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 #: client-go's pager page size.
 PAGE_SIZE = 500
 
-_PATHS: dict[str, str] = {
-    "pods": "/api/v1/pods",
-    "nodes": "/api/v1/nodes",
-    "namespaces": "/api/v1/namespaces",
-    "services": "/api/v1/services",
-    "replicationcontrollers": "/api/v1/replicationcontrollers",
-    "replicasets": "/apis/apps/v1/replicasets",
-    "statefulsets": "/apis/apps/v1/statefulsets",
-    "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",
+#: The cluster-wide collection of each kind (list and watch across namespaces).
+_PATHS: dict[str, str] = {kind: f"{prefix}/{kind}" for kind, (prefix, _) in KIND_PATHS.items()}
+
+_PATCH_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "strategic": STRATEGIC_MERGE_PATCH,
+    "json": "application/json-patch+json",
 }
+
+
+def object_path(kind: Kind, namespace: str, name: str, subresource: str = "") -> str:
+    """The URL path of one object (and its subresource)."""
+    prefix, namespaced = KIND_PATHS[kind]
+    path = prefix
+    if namespaced:
+        path += f"/namespaces/{quote(namespace, safe='')}"
+    path += f"/{kind}/{quote(name, safe='')}"
+    return f"{path}/{subresource}" if subresource else path
+
 
 _LEASE_PATHS: dict[str, str] = {
     "leases": "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
@@ -240,6 +258,45 @@ class KubeClusterAPI:
         if uid:
             options["preconditions"] = {"uid": uid}
         await self.rest.request("DELETE", _pod_path(namespace, name), json_body=options)
+
+    # ---- ClusterAPI: any kind ------------------------------------------------------
+
+    async def _object_json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        doc = await self.rest.request_json(method, path, **kwargs)
+        if not isinstance(doc, dict):
+            raise APIError(0, "DecodeError", f"{method} {path}: the answer is not an object")
+        return doc
+
+    async def get_object(self, *, kind: Kind, namespace: str, name: str) -> dict[str, Any]:
+        return await self._object_json("GET", object_path(kind, namespace, name))
+
+    async def update_object(
+        self, *, kind: Kind, obj: dict[str, Any], subresource: str = ""
+    ) -> dict[str, Any]:
+        meta = obj.get("metadata") or {}
+        path = object_path(
+            kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""), subresource
+        )
+        return await self._object_json("PUT", path, body=obj)
+
+    async def patch_object(
+        self,
+        *,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        patch: Any,
+        patch_type: PatchType = "merge",
+        subresource: str = "",
+    ) -> dict[str, Any]:
+        path = object_path(kind, namespace, name, subresource)
+        raw = await self.rest.request(
+            "PATCH", path, body=orjson.dumps(patch), content_type=_PATCH_TYPES[patch_type]
+        )
+        doc = orjson.loads(raw) if raw else {}
+        if not isinstance(doc, dict):
+            raise APIError(0, "DecodeError", f"PATCH {path}: the answer is not an object")
+        return doc
 
     # ---- ClusterAPI: leader election -----------------------------------------------
 

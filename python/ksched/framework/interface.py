@@ -122,7 +122,8 @@ from ksched.framework.status import Code, Status
 if TYPE_CHECKING:
     from ksched._core import CompiledPod, Snapshot
     from ksched.backend.queue import QueuedPodInfo
-    from ksched.cluster import ClusterAPI
+    from ksched.backend.shared_informers import SharedInformer
+    from ksched.cluster import ClusterAPI, Kind
     from ksched.framework.extender import Extender
     from ksched.framework.runtime import Framework
     from ksched.metrics import SchedulerMetrics
@@ -471,6 +472,13 @@ class Handle(Protocol):
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The latest object of a pod from the informer (upstream's pod lister)."""
+        ...
+
+    def informer(self, kind: Kind) -> SharedInformer:
+        """The shared informer of ``kind`` (PersistentVolumeClaims, ResourceSlices...,
+        :mod:`ksched.backend.shared_informers`): its ``store`` and ``get(ns, name)``
+        read the objects as last seen, ``add_handler`` adds change handlers. Ask for it
+        in ``setup``; the scheduler lists it before nodes and pods."""
         ...
 
     def pod_disruption_budgets(self) -> Collection[dict[str, Any]]:

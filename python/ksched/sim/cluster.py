@@ -1,4 +1,4 @@
-"""An in-memory Kubernetes API for pods, nodes and events.
+"""An in-memory Kubernetes API for pods, nodes, events and every kind ksched watches.
 
 Design: objects are stored as the API's JSON dicts and never mutated once handed out
 (every change builds a new dict with a new ``metadata.resourceVersion``), so a watcher
@@ -13,6 +13,13 @@ version counter, and an update with a stale ``resourceVersion`` is a :class:`Con
 as on a real API server, so leader election runs here unchanged. Token and access
 reviews answer from :attr:`InMemoryCluster.tokens` and :attr:`InMemoryCluster.authorize`.
 
+Any kind can be read, replaced and patched (:meth:`InMemoryCluster.get_object`,
+:meth:`~InMemoryCluster.update_object`, :meth:`~InMemoryCluster.patch_object`) with the
+API's rules: a stale ``resourceVersion`` is a :class:`Conflict`, a replace of a kind with
+a status subresource keeps the stored status (and ``subresource="status"`` replaces only
+the status). JSON merge patches and JSON patches are applied; strategic merge patches of
+arbitrary kinds are refused (415), since their list semantics live in Go struct tags.
+
 Bindings can be slowed down (``bind_delay``), held (``bind_gate``) or made to fail
 (``fail_bind``) so tests can exercise those paths.
 """
@@ -20,14 +27,106 @@ Bindings can be slowed down (``bind_delay``), held (``bind_gate``) or made to fa
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any, get_args
 
-from ksched.cluster import Conflict, Gone, Kind, LeaseKind, ListResult, NotFound, WatchEvent
+from ksched.cluster import (
+    KIND_NAMES,
+    APIError,
+    Conflict,
+    Gone,
+    Kind,
+    LeaseKind,
+    ListResult,
+    NotFound,
+    PatchType,
+    WatchEvent,
+)
 
 Obj = dict[str, Any]
+
+#: Kinds whose ``status`` is a subresource: a replace of the object keeps it.
+_STATUS_SUBRESOURCE: frozenset[str] = frozenset(
+    {
+        "pods",
+        "nodes",
+        "namespaces",
+        "services",
+        "replicationcontrollers",
+        "replicasets",
+        "statefulsets",
+        "poddisruptionbudgets",
+        "persistentvolumes",
+        "persistentvolumeclaims",
+        "volumeattachments",
+        "resourceclaims",
+    }
+)
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: ``null`` deletes, objects merge, the rest replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+def _pointer(path: str) -> list[str]:
+    if path == "":
+        return []
+    if not path.startswith("/"):
+        raise ValueError(f"invalid JSON pointer {path!r}")
+    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+
+
+def json_patch(doc: Any, ops: Any) -> Any:
+    """RFC 6902 JSON patch (add, remove, replace, test), on a deep copy of ``doc``."""
+    doc = copy.deepcopy(doc)
+    if not isinstance(ops, list):
+        raise ValueError("a JSON patch is a list of operations")
+    for op in ops:
+        parts = _pointer(str(op.get("path", "")))
+        if not parts:
+            raise ValueError("a JSON patch may not replace the whole object")
+        parent: Any = doc
+        for part in parts[:-1]:
+            parent = parent[int(part)] if isinstance(parent, list) else parent[part]
+        last = parts[-1]
+        kind = op.get("op")
+        if kind == "test":
+            current = parent[int(last)] if isinstance(parent, list) else parent.get(last)
+            if current != op.get("value"):
+                raise ValueError(f"test failed at {op.get('path')}")
+        elif kind == "remove":
+            if isinstance(parent, list):
+                del parent[int(last)]
+            else:
+                del parent[last]
+        elif kind in ("add", "replace"):
+            if isinstance(parent, list):
+                if last == "-":
+                    parent.append(op.get("value"))
+                elif kind == "add":
+                    parent.insert(int(last), op.get("value"))
+                else:
+                    parent[int(last)] = op.get("value")
+            else:
+                if kind == "replace" and last not in parent:
+                    raise KeyError(last)
+                parent[last] = op.get("value")
+        else:
+            raise ValueError(f"unsupported JSON patch operation {kind!r}")
+    return doc
+
 
 _HISTORY = 200_000
 
@@ -222,6 +321,77 @@ class InMemoryCluster:
             else:
                 status[field] = value
         self.update("pods", {**pod, "status": status})
+
+    # ---- any kind ----------------------------------------------------------------
+
+    def _stored(self, kind: Kind, namespace: str, name: str) -> Obj:
+        key = f"{namespace}/{name}" if namespace else name
+        obj = self._objects[kind].get(key)
+        if obj is None:
+            raise NotFound(f'{kind} "{name}" not found')
+        return obj
+
+    async def get_object(self, *, kind: Kind, namespace: str, name: str) -> Obj:
+        return self._stored(kind, namespace, name)
+
+    async def update_object(self, *, kind: Kind, obj: Obj, subresource: str = "") -> Obj:
+        meta = obj.get("metadata") or {}
+        current = self._stored(kind, str(meta.get("namespace") or ""), str(meta.get("name")))
+        want = meta.get("resourceVersion")
+        if want and want != current["metadata"]["resourceVersion"]:
+            raise Conflict(
+                f'Operation cannot be fulfilled on {kind} "{current["metadata"]["name"]}": '
+                "the object has been modified; please apply your changes to the latest "
+                "version and try again"
+            )
+        if subresource == "status":
+            new = {**current, "status": obj.get("status")}
+        elif subresource:
+            raise NotFound(f'{kind} "{meta.get("name")}" has no subresource {subresource!r}')
+        else:
+            new = dict(obj)
+            new["metadata"] = {**meta, "uid": current["metadata"].get("uid")}
+            if kind in _STATUS_SUBRESOURCE:
+                if "status" in current:
+                    new["status"] = current["status"]
+                else:
+                    new.pop("status", None)
+        return self.update(kind, new)
+
+    async def patch_object(
+        self,
+        *,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        patch: Any,
+        patch_type: PatchType = "merge",
+        subresource: str = "",
+    ) -> Obj:
+        current = self._stored(kind, namespace, name)
+        try:
+            if patch_type == "merge":
+                patched = merge_patch(current, patch)
+            elif patch_type == "json":
+                patched = json_patch(current, patch)
+            else:
+                raise APIError(
+                    415,
+                    "UnsupportedMediaType",
+                    f"the embedded cluster applies no strategic merge patch to {kind}",
+                )
+        except (KeyError, IndexError, ValueError, TypeError) as exc:
+            raise APIError(422, "Invalid", f"{KIND_NAMES.get(kind, kind)} {name}: {exc}") from exc
+        if subresource == "status":
+            patched = {**current, "status": patched.get("status")}
+        elif kind in _STATUS_SUBRESOURCE and not subresource:
+            patched = {**patched, "status": current.get("status")}
+            if patched["status"] is None:
+                del patched["status"]
+        meta = dict(patched.get("metadata") or {})
+        meta["resourceVersion"] = current["metadata"]["resourceVersion"]
+        meta["uid"] = current["metadata"].get("uid")
+        return self.update(kind, {**patched, "metadata": meta})
 
     async def delete_pod(self, *, namespace: str, name: str, uid: str) -> None:
         key = f"{namespace}/{name}"

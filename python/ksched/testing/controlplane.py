@@ -1,6 +1,8 @@
-"""A real Kubernetes control plane for tests: etcd + kube-apiserver on loopback.
+"""A real Kubernetes control plane for tests: etcd + kube-apiserver on loopback, and
+kube-controller-manager on demand.
 
-The binaries (kube-apiserver, kube-scheduler v1.36 and etcd v3.6) are built from Go
+The binaries (kube-apiserver, kube-scheduler, kube-controller-manager v1.36 and etcd
+v3.6) are built from Go
 modules by ``hack/build-control-plane.sh`` and cached under ``~/.cache/ksched/bin/``
 (``$KSCHED_CACHE_DIR``); :func:`ensure_binaries` runs that script, which is a no-op
 when the cached binaries match the pinned go.mod files.
@@ -14,10 +16,15 @@ when the cached binaries match the pinned go.mod files.
   ``--authorization-mode=Node,RBAC`` and waits for ``/readyz``;
 * writes an admin kubeconfig (certificates embedded);
 * can restart the apiserver on the same port against the same etcd;
+* starts kube-controller-manager with the controllers a test names
+  (:meth:`ControlPlane.start_controller_manager`): the PV binder that completes volume
+  bindings the scheduler starts, the resourceclaim controller that turns claim templates
+  into claims, the garbage collector...;
 * stops both and removes every file on :meth:`ControlPlane.stop`.
 
-Admission: no kube-controller-manager or kubelet runs, so the plugins that depend on
-one are disabled, as upstream's scheduler integration tests do:
+Admission: no kubelet runs and kube-controller-manager only when a test starts it, so
+the admission plugins that depend on them are disabled, as upstream's scheduler
+integration tests do:
 
 * ``ServiceAccount`` — needs the service-account controller to create the ``default``
   ServiceAccount; with it enabled every pod create fails. Pods get no token volume.
@@ -32,7 +39,7 @@ against the bootstrapped system classes, ``DefaultTolerationSeconds`` adds the u
 benchmark clients) and the endpoint reconciler is ``none`` (127.0.0.1 is not a valid
 endpoint address), again as upstream's test servers do.
 
-Also missing without kube-controller-manager: the aggregated ClusterRoles ``view``,
+Also missing unless a test starts kube-controller-manager: the aggregated ClusterRoles ``view``,
 ``edit`` and ``admin`` exist but have no rules (the aggregation controller fills them),
 namespaces deleted stay ``Terminating`` with their objects, and no garbage collection
 or ServiceAccount tokens happen. Grant test identities explicit (Cluster)Roles.
@@ -70,6 +77,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 __all__ = [
     "BINARIES",
     "ControlPlane",
+    "ControllerManager",
     "ControlPlaneError",
     "KubeScheduler",
     "build_script",
@@ -78,7 +86,7 @@ __all__ = [
 ]
 
 #: The binaries hack/build-control-plane.sh produces.
-BINARIES = ("etcd", "kube-apiserver", "kube-scheduler")
+BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager")
 
 #: Service CIDR handed to the apiserver; its first address is the ``kubernetes`` Service.
 SERVICE_CIDR = "10.0.0.0/24"
@@ -350,6 +358,38 @@ class _Proc:
         self.log.close()
 
 
+class ControllerManager:
+    """A kube-controller-manager v1.36 process started by
+    :meth:`ControlPlane.start_controller_manager`."""
+
+    def __init__(self, cp: ControlPlane, proc: _Proc, controllers: Sequence[str]) -> None:
+        self._cp = cp
+        self._proc = proc
+        self.controllers = tuple(controllers)
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
+    def log_path(self) -> Path:
+        return self._proc.log_path
+
+    def alive(self) -> bool:
+        return self._proc.alive()
+
+    def stop(self, *, kill: bool = False) -> None:
+        self._proc.stop(kill=kill)
+        with contextlib.suppress(ValueError):
+            self._cp._controller_managers.remove(self)
+
+    def __enter__(self) -> ControllerManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
 class KubeScheduler:
     """An upstream kube-scheduler v1.36 process started by
     :meth:`ControlPlane.start_kube_scheduler`.
@@ -475,6 +515,7 @@ class ControlPlane:
         self._lock = threading.Lock()
         self._started = False
         self._schedulers: list[KubeScheduler] = []
+        self._controller_managers: list[ControllerManager] = []
 
     # ----------------------------------------------------------------- properties
 
@@ -587,6 +628,8 @@ class ControlPlane:
     def _stop_locked(self) -> None:
         for sched in list(self._schedulers):
             sched.stop()
+        for kcm in list(self._controller_managers):
+            kcm.stop()
         if self._apiserver is not None:
             self._apiserver.stop()
             self._apiserver = None
@@ -747,6 +790,67 @@ class ControlPlane:
                 sched.stop(kill=True)
                 raise
         return sched
+
+    def start_controller_manager(
+        self,
+        controllers: Sequence[str],
+        *,
+        args: Sequence[str] = (),
+        wait: bool = True,
+    ) -> ControllerManager:
+        """Run the upstream kube-controller-manager (same v1.36 build) with only
+        ``controllers`` (its ``--controllers`` names, e.g. ``persistentvolume-binder``,
+        ``resourceclaim-controller``, ``garbage-collector-controller``).
+
+        It uses the admin identity (no per-controller service accounts, no leader
+        election) and serves nothing. With ``wait``, returns once the process has
+        started each of ``controllers`` (its log says so).
+        """
+        if not self._started:
+            raise ControlPlaneError("control plane is not started")
+        n = len(list(self.workdir.glob("kube-controller-manager-*.log")))
+        argv = [
+            str(self.binary("kube-controller-manager")),
+            f"--kubeconfig={self.kubeconfig}",
+            f"--controllers={','.join(controllers)}",
+            "--leader-elect=false",
+            "--use-service-account-credentials=false",
+            # Serving is off: nothing here scrapes it, and a port is one more race.
+            "--secure-port=0",
+            f"--root-ca-file={self.ca_file}",
+            f"--service-account-private-key-file={self.pki_dir / 'sa.key'}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            # Controllers resync quickly: tests wait on them.
+            "--min-resync-period=10s",
+            "--pvclaimbinder-sync-period=1s",
+            f"--v={max(self.verbosity, 2)}",
+            *args,
+        ]
+        log_path = self.workdir / f"kube-controller-manager-{n}.log"
+        proc = _Proc("kube-controller-manager", argv, log_path)
+        kcm = ControllerManager(self, proc, controllers)
+        self._controller_managers.append(kcm)
+        if wait:
+            deadline = time.monotonic() + 60
+            while True:
+                if not proc.alive():
+                    kcm.stop()
+                    raise ControlPlaneError(
+                        f"kube-controller-manager exited (code {proc.popen.returncode}); "
+                        f"log tail:\n{_tail(log_path)}"
+                    )
+                with contextlib.suppress(OSError):
+                    text = log_path.read_text(errors="replace")
+                    if all(f'starting..." controller="{c}"' in text for c in controllers):
+                        break
+                if time.monotonic() > deadline:
+                    kcm.stop(kill=True)
+                    raise ControlPlaneError(
+                        "kube-controller-manager started no controller within 60s; "
+                        f"log tail:\n{_tail(log_path)}"
+                    )
+                time.sleep(0.1)
+        return kcm
 
     def kubernetes_client(self, kubeconfig: Path | None = None) -> Any:
         """A ``kubernetes.client.ApiClient`` for the admin (or the given kubeconfig)."""

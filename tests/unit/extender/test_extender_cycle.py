@@ -102,7 +102,9 @@ async def test_rejection_by_every_node_reports_filters_and_extender_reasons_and_
         ext = extender(fake.url, filter_verb="filter", node_cache_capable=True)
         async with Running(c, ext) as sched:
             c.create("pods", make_pod("p"))
-            await wait_for(lambda: condition(c, "p") is not None)
+            # The condition patch runs in the background: it may land before the
+            # failed attempt has put the pod back in the queue.
+            await wait_for(lambda: condition(c, "p") is not None and bool(sched.queue.infos()))
             cond = condition(c, "p")
             assert cond is not None and cond["reason"] == "Unschedulable"
             assert cond["message"].startswith(

@@ -162,7 +162,9 @@ class ClusterEvent:
 
 
 #: ``hint(pod, old, new)``: ``old`` is None for an add, ``new`` is None for a delete.
-#: The objects are parsed :class:`~ksched.api.node.Node` / :class:`~ksched.api.pod.Pod`.
+#: The objects are parsed :class:`~ksched.api.node.Node` / :class:`~ksched.api.pod.Pod`;
+#: for the other kinds (``PersistentVolumeClaim``, ``ResourceSlice``...) the API's dicts
+#: as the shared informer holds them (:mod:`ksched.backend.shared_informers`).
 QueueingHintFn = Callable[[Pod, Any, Any], QueueingHint]
 
 
