@@ -519,7 +519,7 @@ impl Snapshot {
     }
 
     /// The reason strings of a rejection, as upstream's status reasons.
-    pub fn reasons(&self, st: &PodState, slot: u32, reject: &Reject) -> Vec<String> {
+    pub fn reasons(&self, st: &PodState, reject: &Reject) -> Vec<String> {
         if reject.detail == DETAIL_NOT_IN_PREFILTER_RESULT {
             return vec![format!(
                 "node(s) didn't satisfy plugin(s) [{}]",
@@ -533,7 +533,7 @@ impl Snapshot {
         match reject.plugin {
             Plugin::NodeUnschedulable => one(node_unschedulable::ERR_REASON_UNSCHEDULABLE),
             Plugin::NodeName => one(node_name::ERR_REASON),
-            Plugin::TaintToleration => vec![taint_toleration::reason(self, slot, reject.detail)],
+            Plugin::TaintToleration => one(taint_toleration::ERR_REASON),
             Plugin::NodeAffinity => one(node_affinity::reason(reject.detail)),
             Plugin::NodePorts => one(node_ports::ERR_REASON),
             Plugin::NodeResourcesFit => fit::reasons(self, &st.fit, reject.detail),

@@ -159,20 +159,18 @@ impl Snapshot {
         let mut failed = Vec::new();
         let mut reason_sets: Vec<Vec<String>> = Vec::new();
         if let (Some(st), None) = (&out.state, out.chosen) {
-            // Reasons depend on the plugin and its detail only, except TaintToleration's
-            // (which names the node's taint): format each distinct one once.
+            // Reasons depend on the plugin and its detail only: format each distinct
+            // one once.
             let mut seen: ahash::AHashMap<(Plugin, u64), usize> = ahash::AHashMap::new();
             let mut last: Option<((Plugin, u64), usize)> = None;
             failed.reserve(out.failures.len());
             for (slot, r) in &out.failures {
-                let mut format = || {
-                    reason_sets.push(self.reasons(st, *slot, r));
+                let format = || {
+                    reason_sets.push(self.reasons(st, r));
                     reason_sets.len() - 1
                 };
                 let key = (r.plugin, r.detail);
-                let reasons = if r.plugin == Plugin::TaintToleration {
-                    format()
-                } else if let Some((_, i)) = last.filter(|(k, _)| *k == key) {
+                let reasons = if let Some((_, i)) = last.filter(|(k, _)| *k == key) {
                     i // neighbouring nodes mostly fail alike: no hash lookup
                 } else {
                     let i = *seen.entry(key).or_insert_with(format);
@@ -446,7 +444,7 @@ impl Snapshot {
                             "Unschedulable"
                         },
                     )?;
-                    s.set_item("reasons", self.reasons(&st, row.slot, r))?;
+                    s.set_item("reasons", self.reasons(&st, r))?;
                     d.set_item("status", s)?;
                 }
             }
@@ -527,7 +525,7 @@ impl Snapshot {
         }
         Ok(self
             .filter_node(profile, &st, slot)
-            .map(|r| (r.unresolvable, r.plugin.name(), self.reasons(&st, slot, &r))))
+            .map(|r| (r.unresolvable, r.plugin.name(), self.reasons(&st, &r))))
     }
 
     /// DefaultPreemption's dry run (see `preemption`): the candidates among `potential`
