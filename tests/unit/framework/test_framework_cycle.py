@@ -273,7 +273,7 @@ async def test_python_filter_rejecting_every_node_reports_its_reason():
         await wait_for(lambda: condition(c, "p") is not None)
         assert failed_notes(c) == [
             "0/2 nodes are available: 2 node(s) were not the chosen one. preemption: 0/2 nodes "
-            "are available: 2 No preemption victims found for incoming pod.."
+            "are available: 2 No preemption victims found for incoming pod."
         ]
         info = next(iter(sched.queue._unschedulable.values()))
         assert info.unschedulable_plugins == {"OnlyNode"}
@@ -290,7 +290,7 @@ async def test_the_diagnosis_keeps_rust_rejections_when_python_filters_reject_th
         assert failed_notes(c) == [
             "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) were not the chosen one. "
             "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
-            "2 No preemption victims found for incoming pod.."
+            "2 No preemption victims found for incoming pod."
         ]
 
 
@@ -316,7 +316,7 @@ async def test_nodes_outside_a_python_pre_filter_result_are_unresolvable_when_no
         assert failed_notes(c) == [
             "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) "
             "[OnlyNames]. preemption: 0/3 nodes are available: 3 Preemption is not helpful "
-            "for scheduling.."
+            "for scheduling."
         ]
 
 
