@@ -191,7 +191,8 @@ impl Snapshot {
             }
         }
         if profile.has_score(Plugin::ImageLocality) {
-            st.images = image_locality::prefilter(&pod.images, &mut self.interner);
+            st.images =
+                image_locality::prefilter(&pod.images, &pod.image_volumes, &mut self.interner);
         }
         if spread {
             let filter_constraints = pts::constraints_for(
@@ -616,7 +617,7 @@ impl Snapshot {
                     .images
                     .images
                     .iter()
-                    .any(|i| self.image_nodes.contains_key(i))
+                    .any(|i| self.image_states.contains_key(i))
                 {
                     // No node holds any of the pod's images: every score is 0.
                     return zeros();

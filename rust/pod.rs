@@ -47,6 +47,8 @@ pub struct CompiledPod {
     pub host_ports: Vec<(String, String, i32)>,
     /// Container images, init containers first.
     pub images: Vec<String>,
+    /// References of the image volumes (`spec.volumes[].image`).
+    pub image_volumes: Vec<String>,
     pub spread_constraints: Vec<SpreadConstraintSpec>,
     /// The selector of the Services/ReplicaSets/StatefulSets/RCs the pod belongs to, used
     /// by PodTopologySpread's default constraints (`None`: it belongs to none).
@@ -87,7 +89,7 @@ impl CompiledPod {
         uid, namespace, name, *, requests, non_zero_cpu, non_zero_memory,
         node_name = String::new(), nominated_node_name = String::new(), tolerations = Vec::new(), labels = None, priority = 0,
         node_selector = None, affinity = None, host_ports = Vec::new(), images = Vec::new(),
-        topology_spread_constraints = None, default_spread_selector = None, deleting = false,
+        image_volumes = Vec::new(), topology_spread_constraints = None, default_spread_selector = None, deleting = false,
         start_time = None
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -108,6 +110,7 @@ impl CompiledPod {
         affinity: Option<&Bound<'_, PyAny>>,
         host_ports: Vec<(String, String, i32)>,
         images: Vec<String>,
+        image_volumes: Vec<String>,
         topology_spread_constraints: Option<&Bound<'_, PyAny>>,
         default_spread_selector: Option<&Bound<'_, PyAny>>,
         deleting: bool,
@@ -242,6 +245,7 @@ impl CompiledPod {
             pod_affinity,
             host_ports,
             images,
+            image_volumes,
             spread_constraints,
             default_spread_selector,
             deleting,
@@ -295,6 +299,7 @@ impl CompiledPod {
             &self.node_selector,
             &self.host_ports,
             &self.images,
+            &self.image_volumes,
         )
             .hash(&mut h);
         format!(

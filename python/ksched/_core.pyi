@@ -58,6 +58,7 @@ class CompiledPod:
         affinity: dict[str, Any] | None = None,
         host_ports: list[tuple[str, str, int]] = ...,
         images: list[str] = ...,
+        image_volumes: list[str] = ...,
         topology_spread_constraints: list[dict[str, Any]] | None = None,
         default_spread_selector: dict[str, Any] | None = None,
         deleting: bool = False,

@@ -134,6 +134,9 @@ class Pod:
     scheduling_gates: list[str]
     #: Images of the init containers, then of the app containers.
     images: list[str]
+    #: ``spec.volumes[].image.reference`` of the image volumes (ImageLocality counts
+    #: them, but not in its per-container threshold).
+    image_volumes: list[str]
     raw: dict[str, Any]
 
     @property
@@ -339,6 +342,19 @@ def _parse_object_list(value: object, path: str) -> list[dict[str, Any]]:
         if type(item) is not dict:
             raise expected(f"{path}[{i}]", "an object", item)
     return value
+
+
+def _parse_image_volumes(value: object, path: str) -> list[str]:
+    """The references of the pod's image volumes, in ``spec.volumes`` order."""
+    refs: list[str] = []
+    for i, v in enumerate(_parse_object_list(value, path)):
+        image = v.get("image")
+        if image is None:
+            continue
+        if type(image) is not dict:
+            raise expected(f"{path}[{i}].image", "an object", image)
+        refs.append(opt_str(image.get("reference"), f"{path}[{i}].image.reference"))
+    return refs
 
 
 def _parse_gates(value: object, path: str) -> list[str]:
@@ -635,6 +651,7 @@ def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:
         raise expected("metadata.deletionTimestamp", "a string", deletion)
     spread = spec.get("topologySpreadConstraints")
     gates = spec.get("schedulingGates")
+    volumes = spec.get("volumes")
 
     return cls(
         _str_field(meta, "uid", "metadata.uid"),
@@ -661,5 +678,6 @@ def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:
         _parse_object_list(spread, "spec.topologySpreadConstraints") if spread else [],
         _parse_gates(gates, "spec.schedulingGates") if gates else [],
         images,
+        _parse_image_volumes(volumes, "spec.volumes") if volumes else [],
         obj,
     )
