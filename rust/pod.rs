@@ -58,6 +58,11 @@ pub struct CompiledPod {
     /// `status.startTime` in seconds since the epoch (`None`: not started); preemption
     /// reprieves and ranks victims by it.
     pub start_time: Option<f64>,
+    /// The requests NodeResourcesFit's Score uses when they differ from `requests` and
+    /// `non_zero_*` (a pod with pod-level requests, which that scorer ignores): the
+    /// containers' requests with 100m/200Mi for a container missing cpu/memory, plus
+    /// overhead. `None`: `non_zero_cpu`, `non_zero_memory` and `requests`.
+    pub fit_score_requests: Option<Vec<(String, i64)>>,
 }
 
 impl CompiledPod {
@@ -72,6 +77,34 @@ impl CompiledPod {
             .find(|(n, _)| n == resource)
             .map_or(0, |&(_, v)| v)
     }
+}
+
+/// `{resource name: amount}` in scheduler units, zero amounts dropped.
+fn parse_requests(key: &str, field: &str, d: &Bound<'_, PyDict>) -> PyResult<Vec<(String, i64)>> {
+    let mut reqs = Vec::with_capacity(d.len());
+    for (k, v) in d.iter() {
+        let rname: String = k
+            .extract()
+            .map_err(|_| invalid(key, field, "resource names must be strings"))?;
+        let amount: i64 = v.extract().map_err(|_| {
+            invalid(
+                key,
+                &format!("{field}[{rname}]"),
+                "must be an integer amount",
+            )
+        })?;
+        if amount < 0 {
+            return Err(invalid(
+                key,
+                &format!("{field}[{rname}]"),
+                format!("must be non-negative (got {amount})"),
+            ));
+        }
+        if amount != 0 {
+            reqs.push((rname, amount));
+        }
+    }
+    Ok(reqs)
 }
 
 fn invalid(pod: &str, field: &str, msg: impl std::fmt::Display) -> PyErr {
@@ -90,7 +123,7 @@ impl CompiledPod {
         node_name = String::new(), nominated_node_name = String::new(), tolerations = Vec::new(), labels = None, priority = 0,
         node_selector = None, affinity = None, host_ports = Vec::new(), images = Vec::new(),
         image_volumes = Vec::new(), topology_spread_constraints = None, default_spread_selector = None, deleting = false,
-        start_time = None
+        start_time = None, fit_score_requests = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
@@ -115,31 +148,13 @@ impl CompiledPod {
         default_spread_selector: Option<&Bound<'_, PyAny>>,
         deleting: bool,
         start_time: Option<f64>,
+        fit_score_requests: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let key = format!("{namespace}/{name}");
-        let mut reqs = Vec::with_capacity(requests.len());
-        for (k, v) in requests.iter() {
-            let rname: String = k
-                .extract()
-                .map_err(|_| invalid(&key, "requests", "resource names must be strings"))?;
-            let amount: i64 = v.extract().map_err(|_| {
-                invalid(
-                    &key,
-                    &format!("requests[{rname}]"),
-                    "must be an integer amount",
-                )
-            })?;
-            if amount < 0 {
-                return Err(invalid(
-                    &key,
-                    &format!("requests[{rname}]"),
-                    format!("must be non-negative (got {amount})"),
-                ));
-            }
-            if amount != 0 {
-                reqs.push((rname, amount));
-            }
-        }
+        let reqs = parse_requests(&key, "requests", requests)?;
+        let fit_score_requests = fit_score_requests
+            .map(|r| parse_requests(&key, "fit_score_requests", r))
+            .transpose()?;
         let mut tols = Vec::with_capacity(tolerations.len());
         for (i, (tkey, op, value, effect)) in tolerations.into_iter().enumerate() {
             let exists = match op.as_str() {
@@ -250,6 +265,7 @@ impl CompiledPod {
             default_spread_selector,
             deleting,
             start_time,
+            fit_score_requests,
         })
     }
 
@@ -300,6 +316,7 @@ impl CompiledPod {
             &self.host_ports,
             &self.images,
             &self.image_volumes,
+            &self.fit_score_requests,
         )
             .hash(&mut h);
         format!(

@@ -63,6 +63,7 @@ class CompiledPod:
         default_spread_selector: dict[str, Any] | None = None,
         deleting: bool = False,
         start_time: float | None = None,
+        fit_score_requests: dict[str, int] | None = None,
     ) -> CompiledPod: ...
     @property
     def uid(self) -> str: ...

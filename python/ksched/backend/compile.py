@@ -36,4 +36,5 @@ def compile_pod(pod: Pod, default_spread_selector: dict[str, Any] | None = None)
         deleting=pod.deletion_timestamp is not None,
         default_spread_selector=default_spread_selector,
         start_time=start_time_of(pod),
+        fit_score_requests=pod.fit_score_requests,
     )
