@@ -579,7 +579,7 @@ impl Snapshot {
                     statuses.push((name, true, "", vec![ERR_NO_VICTIMS.to_string()]))
                 }
                 NotCandidate::Rejected(r) => {
-                    statuses.push((name, r.unresolvable, r.plugin.name(), self.reasons(st, r)))
+                    statuses.push((name, r.unresolvable, r.status_plugin(), self.reasons(st, r)))
                 }
             }
         }

@@ -63,6 +63,7 @@ from ksched.framework.interface import COMPILED_POD_KEY, MAX_NODE_SCORE, NOMINAT
 from ksched.framework.runtime import Framework
 from ksched.framework.status import Code, Status
 from ksched.metrics import PLUGIN_METRICS_SAMPLE_PERCENT
+from ksched.plugins.node_affinity import NAME as NODE_AFFINITY
 
 if TYPE_CHECKING:
     from ksched.scheduler import Scheduler
@@ -228,7 +229,7 @@ def _python_fit_error(
     has both the Rust rejections (asked for again: the successful Rust call kept none)
     and the Python ones, as upstream's NodeToStatus."""
     raw = _rust_rejections(sched, fw, info, filtered.result)
-    plugins = {plugin for _, _, plugin, _ in raw}
+    plugins = _rejectors(raw)
     for n, st in filtered.rejected.items():
         raw.append((n, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, list(st.reasons)))
         plugins.add(st.plugin)
@@ -240,6 +241,13 @@ def _python_fit_error(
         filtered.result.num_all_nodes, counts, unschedulable_plugins=frozenset(plugins - {""})
     )
     return _post_filter(fw, state, info, fit, NodeStatuses(raw), deferred)
+
+
+def _rejectors(raw: list[RawNodeStatus]) -> set[str]:
+    """The plugins behind the built-in filters' rejections: a status that names none is
+    a node NodeAffinity's PreFilter result left out (upstream counts the narrowing plugin
+    among the unschedulable ones although the status names none)."""
+    return {plugin or NODE_AFFINITY for _, _, plugin, _ in raw}
 
 
 def _rust_rejections(
@@ -275,9 +283,10 @@ def _pre_filter_result_fit_error(
     deferred: _Deferred | None,
 ) -> Status:
     """No node fits a pod whose Python PreFilter narrowed the attempt to ``names``: the
-    other nodes are UnschedulableAndUnresolvable for the plugins that narrowed it (as
-    upstream's absent-nodes status, so preemption leaves them alone), the named ones
-    keep the filters' rejections."""
+    other nodes are UnschedulableAndUnresolvable (as upstream's absent-nodes status, so
+    preemption leaves them alone; like it, their status names no plugin, while the
+    plugins that narrowed the attempt count among the unschedulable ones), the named
+    ones keep the filters' rejections."""
     plugins = state.pre_filter_node_plugins
     msg = f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]"
     raw: list[RawNodeStatus] = []
@@ -285,12 +294,12 @@ def _pre_filter_result_fit_error(
         if node in names:
             raw.append((node, unresolvable, plugin, reasons))
         else:
-            raw.append((node, True, plugins[0] if plugins else "", [msg]))
+            raw.append((node, True, "", [msg]))
     counts: Counter[str] = Counter()
     for _, _, _, reasons in raw:
         for reason in reasons:
             counts[reason] += 1
-    unschedulable = frozenset(plugin for _, _, plugin, _ in raw if plugin)
+    unschedulable = frozenset(plugin for _, _, plugin, _ in raw if plugin) | frozenset(plugins)
     fit = FitError(result.num_all_nodes, counts, unschedulable_plugins=unschedulable)
     absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg)
     return _post_filter(fw, state, info, fit, NodeStatuses(raw, absent), deferred)
@@ -521,7 +530,7 @@ def _extenders_fit_error(
     plugins, so any cluster event retries the pod), then PostFilter."""
     result = filtered.result
     raw = _rust_rejections(sched, fw, info, result)
-    plugins: set[str] = {EXTENDER_NAME, *(plugin for _, _, plugin, _ in raw)}
+    plugins: set[str] = {EXTENDER_NAME, *_rejectors(raw)}
     for name, st in filtered.rejected.items():
         raw.append((name, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, st.reasons))
         plugins.add(st.plugin)

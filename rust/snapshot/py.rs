@@ -29,7 +29,10 @@ struct Failed {
     slot: u32,
     name: Arc<str>,
     unresolvable: bool,
+    /// The plugin the status names ("" for a node a PreFilter result left out).
     plugin: &'static str,
+    /// The plugin that rejected the node (the narrowing one for a left-out node).
+    rejector: &'static str,
     /// Index into `ScheduleResult::reason_sets`.
     reasons: usize,
 }
@@ -104,12 +107,13 @@ impl ScheduleResult {
         Ok(d)
     }
 
-    /// The plugins that rejected some node (upstream's UnschedulablePlugins).
+    /// The plugins that rejected some node (upstream's UnschedulablePlugins, which
+    /// include a PreFilter that left nodes out).
     fn unschedulable_plugins(&self) -> Vec<&'static str> {
         let mut out: Vec<&'static str> = Vec::new();
         for f in &self.failed {
-            if !out.contains(&f.plugin) {
-                out.push(f.plugin);
+            if !out.contains(&f.rejector) {
+                out.push(f.rejector);
             }
         }
         out
@@ -181,7 +185,8 @@ impl Snapshot {
                     slot: *slot,
                     name: self.names[*slot as usize].clone(),
                     unresolvable: r.unresolvable,
-                    plugin: r.plugin.name(),
+                    plugin: r.status_plugin(),
+                    rejector: r.plugin.name(),
                     reasons,
                 });
             }
@@ -435,7 +440,7 @@ impl Snapshot {
                 None => d.set_item("status", py.None())?,
                 Some(r) => {
                     let s = PyDict::new(py);
-                    s.set_item("plugin", r.plugin.name())?;
+                    s.set_item("plugin", r.status_plugin())?;
                     s.set_item(
                         "code",
                         if r.unresolvable {
@@ -519,7 +524,7 @@ impl Snapshot {
         if st.allowed.as_ref().is_some_and(|a| !a.contains(&slot)) {
             return Ok(Some((
                 true,
-                "NodeAffinity",
+                "",
                 vec!["node(s) didn't satisfy plugin(s) [NodeAffinity]".to_string()],
             )));
         }

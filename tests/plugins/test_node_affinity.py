@@ -6,7 +6,9 @@ node directly; here a whole scheduling cycle runs, so where the pod's matchField
 metadata.name narrow the candidates in PreFilter (PreFilterResult), the nodes left out
 are not filtered at all and carry the cycle's diagnosis instead, as kube-scheduler's
 schedule_one.go reports them: "node(s) didn't satisfy plugin(s) [NodeAffinity]". That
-is the message every DaemonSet pod that cannot fit shows for the other nodes.
+is the message every DaemonSet pod that cannot fit shows for the other nodes. Like
+upstream's absent-nodes status, theirs names no plugin (NodeAffinity still counts among
+the unschedulable plugins that can requeue the pod).
 """
 
 from __future__ import annotations
@@ -367,17 +369,24 @@ def test_filter(
 ) -> None:
     got = explain(cluster([node(node_name, labels)]), pod("p", **spec), [PLUGIN], [], args)  # type: ignore[arg-type]
     assert statuses(got) == {node_name: want}
-    if want is not None and want != NOT_IN_PREFILTER_RESULT:
-        assert got[node_name]["status"]["plugin"] == PLUGIN
+    if want is not None:
+        want_plugin = "" if want == NOT_IN_PREFILTER_RESULT else PLUGIN
+        assert got[node_name]["status"]["plugin"] == want_plugin
 
 
 def test_matchFields_narrow_the_candidates_like_a_daemonset_pod() -> None:
     c = cluster([node("node-a"), node("node-b", {"disk": "hdd"}), node("node-c")])
     daemon = pod("ds", affinity=required(fields(expr(NAME, "In", "node-b"))))
-    assert statuses(explain(c, daemon, [PLUGIN])) == {
+    got = explain(c, daemon, [PLUGIN])
+    assert statuses(got) == {
         "node-a": NOT_IN_PREFILTER_RESULT,
         "node-b": None,
         "node-c": NOT_IN_PREFILTER_RESULT,
+    }
+    # The left-out nodes' status names no plugin (upstream's absent-nodes status).
+    assert {n: e["status"]["plugin"] for n, e in got.items() if e["status"]} == {
+        "node-a": "",
+        "node-c": "",
     }
     # When the named node fails too, the FailedScheduling reasons add up as upstream's.
     picky = pod(
@@ -391,6 +400,19 @@ def test_matchFields_narrow_the_candidates_like_a_daemonset_pod() -> None:
         "node(s) didn't match Pod's node affinity/selector": 1,
         "node(s) didn't satisfy plugin(s) [NodeAffinity]": 2,
     }
+    assert {n: plugin for n, _, plugin, _ in result.statuses} == {
+        "node-a": "",
+        "node-b": PLUGIN,
+        "node-c": "",
+    }
+    assert result.unschedulable_plugins() == [PLUGIN]
+    # Only node-a left out and node-b feasible: the left-out node names no plugin either.
+    only = pod("ds", affinity=required(fields(expr(NAME, "In", "node-b"))))
+    assert snapshot(c).filter_node(compile_pod(only), Profile([PLUGIN], [], {}), "node-a") == (
+        True,
+        "",
+        ["node(s) didn't satisfy plugin(s) [NodeAffinity]"],
+    )
 
 
 def test_conflicting_matchFields_reject_every_node() -> None:
