@@ -148,9 +148,16 @@ def _post_filter(
         state.write(COMPILED_POD_KEY, info.compiled)
         res, s = fw.run_post_filter(state, info.pod, statuses)
         fit.post_filter_msg = s.message
-        if res is not None:
-            state.write(NOMINATING_KEY, res.nominated_node_name)
+        state.write(NOMINATING_KEY, None if res is None else res.nominated_node_name)
     return Status(Code.UNSCHEDULABLE, fit.message, error=fit)
+
+
+def _nominating(state: CycleState) -> str | None:
+    """The nomination a failed scheduling cycle hands the failure handler (upstream's
+    NominatingInfo): PostFilter's when it ran (None: PostFilter returned no result, the
+    nomination stays), else "" (``clearNominatedNode``: no PostFilter plugin, no node
+    at all, an error)."""
+    return state.get(NOMINATING_KEY) if NOMINATING_KEY in state else ""
 
 
 async def _post_filter_async(
@@ -162,8 +169,7 @@ async def _post_filter_async(
         state.write(COMPILED_POD_KEY, info.compiled)
         res, s = await fw.run_post_filter_async(state, info.pod, statuses)
         fit.post_filter_msg = s.message
-        if res is not None:
-            state.write(NOMINATING_KEY, res.nominated_node_name)
+        state.write(NOMINATING_KEY, None if res is None else res.nominated_node_name)
     return Status(Code.UNSCHEDULABLE, fit.message, error=fit)
 
 
@@ -594,7 +600,7 @@ async def schedule_one_async(sched: Scheduler, info: QueuedPodInfo) -> None:
     if node is None:
         assert status is not None
         handle_scheduling_failure(
-            sched, fw, info, status, start, nominating=state.get(NOMINATING_KEY)
+            sched, fw, info, status, start, nominating=_nominating(state)
         )
         return
     _reserve_and_bind(sched, fw, info, state, node, start)
@@ -676,7 +682,7 @@ def schedule_one(
         assert status is not None
         fw.ok_filter.observe(_perf() - start)
         handle_scheduling_failure(
-            sched, fw, info, status, start, nominating=state.get(NOMINATING_KEY)
+            sched, fw, info, status, start, nominating=_nominating(state)
         )
         return False
     elapsed = _perf() - start
@@ -782,14 +788,15 @@ def handle_scheduling_failure(
     status: Status,
     start: float,
     *,
-    nominating: str | None = None,
+    nominating: str | None = "",
 ) -> None:
     """Record the failure (metrics, event, condition) and requeue the pod.
 
-    ``nominating`` is PostFilter's verdict on the pod's nominated node (upstream
-    ``NominatingInfo``): None leaves the nomination as it is, a node name nominates the
-    pod there (the nominator now, ``status.nominatedNodeName`` through the status
-    patch), "" clears it."""
+    ``nominating`` is the nomination to apply (upstream ``NominatingInfo``): None leaves
+    it as it is, a node name nominates the pod there (the nominator now,
+    ``status.nominatedNodeName`` through the status patch), "" clears it. Upstream
+    clears it on every failure (``clearNominatedNode``) but a PostFilter's, which hands
+    over its own result (:func:`_nominating`)."""
     pod = info.pod
     rejected = status.is_rejected()
     sched.metrics.attempt("unschedulable" if rejected else "error", fw.name, _perf() - start)
@@ -829,6 +836,11 @@ def handle_scheduling_failure(
     )
 
 
+def _now_rfc3339() -> str:
+    """``metav1.Now()`` as the API serializes it (seconds, UTC)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 def record_failure(
     sched: Scheduler,
     info: QueuedPodInfo,
@@ -841,7 +853,13 @@ def record_failure(
 ) -> None:
     """FailedScheduling event and the PodScheduled=False condition, in the background.
     ``current`` is the pod's latest object (informer store); ``nominating`` (not None)
-    sets ``status.nominatedNodeName`` ("" clears it), as upstream's ``updatePod``."""
+    sets ``status.nominatedNodeName`` ("" clears it), as upstream's ``updatePod``.
+
+    The condition is upstream's: ``observedGeneration`` is the pod's
+    ``metadata.generation`` (``CalculatePodConditionObservedGeneration``, the
+    PodObservedGenerationTracking gate is GA) and ``lastTransitionTime`` is now, or the
+    existing condition's when its status does not change (``UpdatePodCondition``, which
+    also decides whether anything changed)."""
     pod = info.pod
     if log.isEnabledFor(logging.DEBUG):
         log.debug("unable to schedule pod %s: %s", pod.key, message)
@@ -849,12 +867,6 @@ def record_failure(
     rv = meta.get("resourceVersion") or pod.resource_version
     sched.recorder.failed_scheduling(pod, message, profile_name, rv)
     status_obj = (current or {}).get("status") or {}
-    condition = {
-        "type": "PodScheduled",
-        "status": "False",
-        "reason": reason,
-        "message": message,
-    }
     existing = next(
         (
             c
@@ -863,8 +875,31 @@ def record_failure(
         ),
         None,
     )
+    condition: dict[str, Any] = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": reason,
+        "message": message,
+    }
+    generation = meta.get("generation")
+    if isinstance(generation, int) and generation:
+        condition["observedGeneration"] = generation
+    if existing is not None and existing.get("status") == "False":
+        transition = existing.get("lastTransitionTime")
+    else:
+        transition = _now_rfc3339()
+    if transition:
+        condition["lastTransitionTime"] = transition
     condition_changed = existing is None or any(
-        existing.get(k) != condition[k] for k in ("status", "reason", "message")
+        existing.get(k) != condition.get(k)
+        for k in (
+            "status",
+            "reason",
+            "message",
+            "observedGeneration",
+            "lastTransitionTime",
+            "lastProbeTime",
+        )
     )
     nomination_changed = (
         nominating is not None and (status_obj.get("nominatedNodeName") or "") != nominating

@@ -88,7 +88,8 @@ async def test_unschedulable_pod_is_reported_then_scheduled_when_a_node_arrives(
                 for cond in (c.get("pods", "default/big") or {})["status"].get("conditions", [])
             )
         )
-        cond = c.get("pods", "default/big")["status"]["conditions"][0]  # type: ignore[index]
+        cond = dict(c.get("pods", "default/big")["status"]["conditions"][0])  # type: ignore[index]
+        assert cond.pop("lastTransitionTime")  # set, as upstream's UpdatePodCondition sets it
         assert cond == {
             "type": "PodScheduled",
             "status": "False",
