@@ -18,6 +18,8 @@ from collections.abc import Sequence
 import pytest
 
 from ksched._core import Profile
+from ksched.api.pod import Pod
+from ksched.backend.compile import compile_pod as backend_compile
 from tests.plugins.harness import (
     Obj,
     cluster,
@@ -31,6 +33,7 @@ from tests.plugins.harness import (
     pod,
     snapshot,
     statuses,
+    to_api,
 )
 
 PLUGIN = "NodeAffinity"
@@ -511,3 +514,40 @@ def test_raw_score_is_the_sum_of_matching_weights() -> None:
         "node2": {"raw": 4, "normalized": 36},
     }
     assert {n: e["total"] for n, e in got.items()} == {"node1": 36, "node5": 200, "node2": 72}
+
+
+def test_a_nominated_node_left_out_by_the_prefilter_result_keeps_its_own_verdict() -> None:
+    """Upstream evaluates the pod's nominated node first, whatever the PreFilter result,
+    and the diagnosis keeps that node's rejection; its plugin also joins the plugins the
+    left-out nodes' message names (evaluateNominatedNode shares findNodesThatFitPod's
+    unschedulable-plugins set)."""
+    c = cluster(
+        [
+            node("node-a", taints=[("dedicated", "x", "NoSchedule")]),
+            node("node-b", {"disk": "hdd"}),
+            node("node-c"),
+        ]
+    )
+    p = pod(
+        "ds",
+        node_selector={"disk": "ssd"},
+        affinity=required(fields(expr(NAME, "In", "node-b"))),
+    )
+    api = to_api(p)
+    api["status"]["nominatedNodeName"] = "node-a"
+    nominated = backend_compile(Pod.from_dict(api))
+    profile = Profile(["TaintToleration", PLUGIN], [], {})
+    result = snapshot(c).schedule(nominated, profile)
+    assert result.node is None
+    assert {n: (plugin, reasons) for n, _, plugin, reasons in result.statuses} == {
+        "node-a": ("TaintToleration", ["node(s) had untolerated taint(s)"]),
+        "node-b": (PLUGIN, ["node(s) didn't match Pod's node affinity/selector"]),
+        "node-c": ("", ["node(s) didn't satisfy plugin(s) [NodeAffinity TaintToleration]"]),
+    }
+    assert sorted(result.unschedulable_plugins()) == [PLUGIN, "TaintToleration"]
+    # explain reports the same per-node view.
+    rows = {r["node"]: r["status"] for r in snapshot(c).explain(nominated, profile)}
+    assert rows["node-a"]["plugin"] == "TaintToleration"
+    assert rows["node-c"]["reasons"] == [
+        "node(s) didn't satisfy plugin(s) [NodeAffinity TaintToleration]"
+    ]
