@@ -599,9 +599,7 @@ async def schedule_one_async(sched: Scheduler, info: QueuedPodInfo) -> None:
             node = None
     if node is None:
         assert status is not None
-        handle_scheduling_failure(
-            sched, fw, info, status, start, nominating=_nominating(state)
-        )
+        handle_scheduling_failure(sched, fw, info, status, start, nominating=_nominating(state))
         return
     _reserve_and_bind(sched, fw, info, state, node, start)
 
@@ -681,9 +679,7 @@ def schedule_one(
     if node is None:
         assert status is not None
         fw.ok_filter.observe(_perf() - start)
-        handle_scheduling_failure(
-            sched, fw, info, status, start, nominating=_nominating(state)
-        )
+        handle_scheduling_failure(sched, fw, info, status, start, nominating=_nominating(state))
         return False
     elapsed = _perf() - start
     # The Rust call covers PreFilter, Filter, PreScore and Score; until it reports each

@@ -37,7 +37,8 @@ class Upstream:
     """One ``ksched-conformance`` process; :meth:`run` streams cases through it."""
 
     def __init__(self, path: Path | None = None, *, verbosity: int | None = None) -> None:
-        args = [str(path or binary())]
+        self.path = path or binary()
+        args = [str(self.path)]
         if verbosity is not None:
             args.append(f"-v={verbosity}")
         self._proc = subprocess.Popen(
