@@ -10,7 +10,7 @@ Aspects (each agrees or not, with a readable detail when not):
 * ``scores``: every feasible node's weighted, normalized score per Score plugin;
 * ``totals``: every feasible node's total score;
 * ``chosen``: the node the cycle picked;
-* ``message``: the FailedScheduling event's text;
+* ``message``: the FailedScheduling event (its text, type, action and pod);
 * ``condition``: the PodScheduled condition written on failure (type, status, reason,
   message, observedGeneration, whether lastTransitionTime is set);
 * ``nomination``: ``status.nominatedNodeName`` after a failed cycle;
@@ -104,8 +104,12 @@ def _status(s: Obj | None) -> tuple[Any, ...] | None:
     return (s["code"], s["plugin"], tuple(reasons))
 
 
-def _failed_notes(events: list[Obj]) -> list[str]:
-    return [e["note"] for e in events if e.get("reason") == "FailedScheduling"]
+def _failed_events(events: list[Obj]) -> list[tuple[str, str, str, str, str]]:
+    return [
+        (e["type"], e["reason"], e["action"], e["regarding"], e["note"])
+        for e in events
+        if e.get("reason") == "FailedScheduling"
+    ]
 
 
 def _condition(c: Obj | None) -> Obj | None:
@@ -192,7 +196,7 @@ def compare(up: Obj, ks: Obj) -> Comparison:
         elif ks_filters.get(ks_chosen) is not None:
             out.fail("chosen", f"ksched {ks_chosen!r} fails ksched's own filters")
 
-    out.check("message", _failed_notes(up["events"]), _failed_notes(ks["events"]))
+    out.check("message", _failed_events(up["events"]), _failed_events(ks["events"]))
     if up_chosen is None:
         out.check("condition", _condition(up.get("condition")), _condition(ks.get("condition")))
     if up_chosen is None:

@@ -435,6 +435,11 @@ def tolerations(g: Gen) -> list[Obj]:
         if g.chance(0.15):
             t["operator"] = "Exists"  # empty key: tolerates every taint (of the effect)
             g.tag("pod:toleration.empty-key-Exists")
+        elif g.chance(0.1):
+            # NodeUnschedulable lets a pod tolerating this taint onto cordoned nodes.
+            t["key"] = "node.kubernetes.io/unschedulable"
+            t["operator"] = "Exists"
+            g.tag("pod:toleration.unschedulable")
         else:
             t["key"] = g.pick(TAINT_KEYS)
             if g.chance(0.4):
@@ -896,11 +901,16 @@ def preemption_args(g: Gen) -> Obj:
 
 @dataclass(frozen=True)
 class PluginSpec:
-    """A plugin the generator knows: its args' kind and generator (None: no args)."""
+    """A plugin the generator knows: its args' kind and generator (None: no args), and,
+    for plugins that read more than nodes and pods (volumes, claims), what a case adds
+    for them: ``objects(g, nodes, pod)`` returns the objects they read (created before
+    the nodes: classes, volumes, claims, slices) and may set the fields of the pod that
+    refer to them. The hooks run only when ksched implements the plugin."""
 
     name: str
     args_kind: str | None = None
     args: Callable[[Gen], Obj] | None = None
+    objects: Callable[[Gen, list[Obj], Obj], list[Obj]] | None = None
 
 
 #: Every plugin with args, and what the generator draws for them. A plugin ksched does
@@ -923,7 +933,7 @@ def unimplemented() -> list[str]:
     return [p for p in DEFAULT_PROFILE_PLUGINS if p not in have]
 
 
-def profile(g: Gen, name: str, missing: Sequence[str]) -> Obj:
+def profile(g: Gen, name: str, missing: Sequence[str], specs: Sequence[PluginSpec] = ()) -> Obj:
     disabled = [{"name": p} for p in missing]
     plugins: Obj = {"multiPoint": {"disabled": disabled}} if disabled else {}
     if g.chance(0.3):
@@ -945,7 +955,7 @@ def profile(g: Gen, name: str, missing: Sequence[str]) -> Obj:
         plugins.setdefault("postFilter", {})["disabled"] = [{"name": "DefaultPreemption"}]
         g.tag("config:no-preemption")
     config = []
-    for spec in PLUGINS:
+    for spec in specs:
         if spec.args is not None and spec.name not in missing and g.chance(0.25):
             config.append(
                 {
@@ -965,7 +975,9 @@ def profile(g: Gen, name: str, missing: Sequence[str]) -> Obj:
     return out
 
 
-def configuration(g: Gen, missing: Sequence[str]) -> tuple[Obj, list[str]]:
+def configuration(
+    g: Gen, missing: Sequence[str], plugins: Sequence[PluginSpec]
+) -> tuple[Obj, list[str]]:
     names = ["default-scheduler"]
     if g.chance(0.1):
         names.append("custom-scheduler")
@@ -973,7 +985,7 @@ def configuration(g: Gen, missing: Sequence[str]) -> tuple[Obj, list[str]]:
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "percentageOfNodesToScore": 100,
-        "profiles": [profile(g, n, missing) for n in names],
+        "profiles": [profile(g, n, missing, plugins) for n in names],
     }
     return cfg, names
 
@@ -981,14 +993,21 @@ def configuration(g: Gen, missing: Sequence[str]) -> tuple[Obj, list[str]]:
 # ---- a case ---------------------------------------------------------------------------------
 
 
-def generate(seed: int, index: int, *, missing: Sequence[str] | None = None) -> Case:
-    """Case ``index`` of the run seeded ``seed``."""
+def generate(
+    seed: int,
+    index: int,
+    *,
+    missing: Sequence[str] | None = None,
+    plugins: Sequence[PluginSpec] = PLUGINS,
+) -> Case:
+    """Case ``index`` of the run seeded ``seed``. ``missing`` overrides the plugins left
+    out (default: the ones this build lacks), ``plugins`` the plugin table."""
     g = Gen(random.Random(f"{seed}:{index}"))
     g.preemption = g.chance(0.2)
     if g.preemption:
         g.tag("scenario:preemption")
     missing = unimplemented() if missing is None else missing
-    config, profiles = configuration(g, missing)
+    config, profiles = configuration(g, missing, plugins)
     nodes = [make_node(g, i) for i in range(g.rng.randint(2, 10))]
     if len(nodes) > 1 and g.chance(0.2):
         # One image name at two sizes: the first node's size counts (image states).
@@ -1017,6 +1036,9 @@ def generate(seed: int, index: int, *, missing: Sequence[str] | None = None) -> 
         for ns in NAMESPACES
     ]
     extra = workloads(g, pod)
+    for spec in plugins:
+        if spec.objects is not None and spec.name not in missing:
+            extra += spec.objects(g, nodes, pod)
     pdbs = budgets(g) if g.chance(0.5 if g.preemption else 0.15) else []
     objects = [*namespaces, *extra, *nodes, *existing, *pdbs, *nominated, pod]
     meta = pod["metadata"]

@@ -7,7 +7,15 @@ from collections import Counter
 
 from ksched.config import load_config_bytes
 from ksched.profiles import implemented_plugin_names
-from tests.conformance.generate import DEFAULT_PROFILE_PLUGINS, PLUGINS, generate, unimplemented
+from tests.conformance.generate import (
+    DEFAULT_PROFILE_PLUGINS,
+    PLUGINS,
+    Gen,
+    Obj,
+    PluginSpec,
+    generate,
+    unimplemented,
+)
 
 
 def test_a_case_is_a_function_of_seed_and_index() -> None:
@@ -79,3 +87,19 @@ def test_every_plugin_gets_non_default_args_somewhere() -> None:
         "args:InterPodAffinity.ignorePreferredTermsOfExistingPods",
     ):
         assert features[feature] > 0, feature
+
+
+def test_a_plugin_entry_adds_its_objects_and_pod_fields_once_implemented() -> None:
+    """How the volume and DRA plugins join: an entry with an ``objects`` hook."""
+
+    def claim_objects(g: Gen, nodes: list[Obj], pod: Obj) -> list[Obj]:
+        pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "c"}}]
+        g.tag("pod:pvc")
+        return [{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c"}}]
+
+    entry = PluginSpec("VolumeBinding", objects=claim_objects)
+    on = generate(1, 0, missing=[], plugins=[*PLUGINS, entry])
+    assert "pod:pvc" in on.features
+    assert [o["kind"] for o in on.objects].count("PersistentVolumeClaim") == 1
+    off = generate(1, 0, missing=["VolumeBinding"], plugins=[*PLUGINS, entry])
+    assert "pod:pvc" not in off.features

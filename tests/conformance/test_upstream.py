@@ -172,3 +172,32 @@ def test_a_case_the_api_server_would_refuse_is_an_error(
     upstream: Upstream, objects: list[Obj], config: Obj | None, error: str
 ) -> None:
     assert error in upstream.one(case(objects, config))["error"]
+
+
+def test_volume_and_dra_kinds_are_stored_for_their_plugins(upstream: Upstream) -> None:
+    objects = [
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": "fast"},
+            "provisioner": "csi.example.com",
+        },
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSIDriver",
+            "metadata": {"name": "csi.example.com"},
+            "spec": {},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {},
+        },
+        node("a", "1"),
+        pod("p", "100m"),
+    ]
+    r = upstream.one(case(objects, echo=True))
+    assert r.get("error") is None
+    assert [o["kind"] for o in r["objects"][1:4]] == ["StorageClass", "CSIDriver", "DeviceClass"]
+    assert r["objects"][1]["reclaimPolicy"] == "Delete"  # defaulted

@@ -34,6 +34,7 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/apps/install"
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
 	_ "k8s.io/kubernetes/pkg/apis/policy/install"
+	_ "k8s.io/kubernetes/pkg/apis/resource/install"
 	_ "k8s.io/kubernetes/pkg/apis/scheduling/install"
 	_ "k8s.io/kubernetes/pkg/apis/storage/install"
 
@@ -47,9 +48,14 @@ import (
 	"k8s.io/kubernetes/pkg/registry/core/replicationcontroller"
 	"k8s.io/kubernetes/pkg/registry/core/service"
 	"k8s.io/kubernetes/pkg/registry/policy/poddisruptionbudget"
+	"k8s.io/kubernetes/pkg/registry/resource/deviceclass"
+	"k8s.io/kubernetes/pkg/registry/resource/resourceslice"
 	"k8s.io/kubernetes/pkg/registry/scheduling/priorityclass"
+	"k8s.io/kubernetes/pkg/registry/storage/csidriver"
 	"k8s.io/kubernetes/pkg/registry/storage/csinode"
+	"k8s.io/kubernetes/pkg/registry/storage/csistoragecapacity"
 	"k8s.io/kubernetes/pkg/registry/storage/storageclass"
+	"k8s.io/kubernetes/pkg/registry/storage/volumeattachment"
 )
 
 // kindInfo is what storing one kind needs: its resource and registry strategy.
@@ -61,22 +67,29 @@ type kindInfo struct {
 	status rest.RESTUpdateStrategy
 }
 
-// kinds the harness stores, by apiVersion/kind. Volume kinds are listed for the volume
-// plugins' cases.
+// kinds the harness stores, by apiVersion/kind. Volume and DRA kinds are listed for the
+// cases of those plugins.
 var kinds = map[schema.GroupVersionKind]kindInfo{
-	{Version: "v1", Kind: "Namespace"}:                                 {gvr("", "v1", "namespaces"), namespace.Strategy, nil},
-	{Version: "v1", Kind: "Node"}:                                      {gvr("", "v1", "nodes"), node.Strategy, nil},
-	{Version: "v1", Kind: "Pod"}:                                       {gvr("", "v1", "pods"), pod.Strategy, pod.StatusStrategy},
-	{Version: "v1", Kind: "Service"}:                                   {gvr("", "v1", "services"), service.Strategy, nil},
-	{Version: "v1", Kind: "ReplicationController"}:                     {gvr("", "v1", "replicationcontrollers"), replicationcontroller.Strategy, nil},
-	{Version: "v1", Kind: "PersistentVolume"}:                          {gvr("", "v1", "persistentvolumes"), persistentvolume.Strategy, persistentvolume.StatusStrategy},
-	{Version: "v1", Kind: "PersistentVolumeClaim"}:                     {gvr("", "v1", "persistentvolumeclaims"), persistentvolumeclaim.Strategy, persistentvolumeclaim.StatusStrategy},
-	{Group: "apps", Version: "v1", Kind: "ReplicaSet"}:                 {gvr("apps", "v1", "replicasets"), replicaset.Strategy, nil},
-	{Group: "apps", Version: "v1", Kind: "StatefulSet"}:                {gvr("apps", "v1", "statefulsets"), statefulset.Strategy, nil},
-	{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"}:      {gvr("policy", "v1", "poddisruptionbudgets"), poddisruptionbudget.Strategy, poddisruptionbudget.StatusStrategy},
-	{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass"}: {gvr("scheduling.k8s.io", "v1", "priorityclasses"), priorityclass.Strategy, nil},
-	{Group: "storage.k8s.io", Version: "v1", Kind: "StorageClass"}:     {gvr("storage.k8s.io", "v1", "storageclasses"), storageclass.Strategy, nil},
-	{Group: "storage.k8s.io", Version: "v1", Kind: "CSINode"}:          {gvr("storage.k8s.io", "v1", "csinodes"), csinode.Strategy, nil},
+	{Version: "v1", Kind: "Namespace"}:                                   {gvr("", "v1", "namespaces"), namespace.Strategy, nil},
+	{Version: "v1", Kind: "Node"}:                                        {gvr("", "v1", "nodes"), node.Strategy, nil},
+	{Version: "v1", Kind: "Pod"}:                                         {gvr("", "v1", "pods"), pod.Strategy, pod.StatusStrategy},
+	{Version: "v1", Kind: "Service"}:                                     {gvr("", "v1", "services"), service.Strategy, nil},
+	{Version: "v1", Kind: "ReplicationController"}:                       {gvr("", "v1", "replicationcontrollers"), replicationcontroller.Strategy, nil},
+	{Version: "v1", Kind: "PersistentVolume"}:                            {gvr("", "v1", "persistentvolumes"), persistentvolume.Strategy, persistentvolume.StatusStrategy},
+	{Version: "v1", Kind: "PersistentVolumeClaim"}:                       {gvr("", "v1", "persistentvolumeclaims"), persistentvolumeclaim.Strategy, persistentvolumeclaim.StatusStrategy},
+	{Group: "apps", Version: "v1", Kind: "ReplicaSet"}:                   {gvr("apps", "v1", "replicasets"), replicaset.Strategy, nil},
+	{Group: "apps", Version: "v1", Kind: "StatefulSet"}:                  {gvr("apps", "v1", "statefulsets"), statefulset.Strategy, nil},
+	{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget"}:        {gvr("policy", "v1", "poddisruptionbudgets"), poddisruptionbudget.Strategy, poddisruptionbudget.StatusStrategy},
+	{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass"}:   {gvr("scheduling.k8s.io", "v1", "priorityclasses"), priorityclass.Strategy, nil},
+	{Group: "storage.k8s.io", Version: "v1", Kind: "StorageClass"}:       {gvr("storage.k8s.io", "v1", "storageclasses"), storageclass.Strategy, nil},
+	{Group: "storage.k8s.io", Version: "v1", Kind: "CSINode"}:            {gvr("storage.k8s.io", "v1", "csinodes"), csinode.Strategy, nil},
+	{Group: "storage.k8s.io", Version: "v1", Kind: "CSIDriver"}:          {gvr("storage.k8s.io", "v1", "csidrivers"), csidriver.Strategy, nil},
+	{Group: "storage.k8s.io", Version: "v1", Kind: "CSIStorageCapacity"}: {gvr("storage.k8s.io", "v1", "csistoragecapacities"), csistoragecapacity.Strategy, nil},
+	{Group: "storage.k8s.io", Version: "v1", Kind: "VolumeAttachment"}:   {gvr("storage.k8s.io", "v1", "volumeattachments"), volumeattachment.Strategy, volumeattachment.StatusStrategy},
+	{Group: "resource.k8s.io", Version: "v1", Kind: "DeviceClass"}:       {gvr("resource.k8s.io", "v1", "deviceclasses"), deviceclass.Strategy, nil},
+	{Group: "resource.k8s.io", Version: "v1", Kind: "ResourceSlice"}:     {gvr("resource.k8s.io", "v1", "resourceslices"), resourceslice.Strategy, nil},
+	// ResourceClaim(Template)s: their strategies need a namespace client and an
+	// authorizer (admin access, binding checks) and a request user in the context.
 }
 
 func gvr(group, version, resource string) schema.GroupVersionResource {
