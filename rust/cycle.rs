@@ -109,6 +109,9 @@ pub struct Outcome {
     /// The pod's PreFilter state, kept when no node was feasible so the failures'
     /// reasons can be formatted.
     pub state: Option<PodState>,
+    /// NodeAffinity's PreFilter returned a node-name result (upstream counts it among
+    /// the unschedulable plugins whether or not it left a node out).
+    pub narrowed: bool,
 }
 
 /// One node's full evaluation, for `explain`.
@@ -816,6 +819,7 @@ impl Snapshot {
         self.ensure_order();
         let order = std::mem::take(&mut self.order);
         let mut out = self.schedule_with(&order, profile, &st, keep_scores, nominated_failure);
+        out.narrowed = st.allowed.is_some();
         self.order = order;
         if out.chosen.is_none() {
             out.state = Some(st);

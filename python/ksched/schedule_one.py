@@ -235,7 +235,7 @@ def _python_fit_error(
     has both the Rust rejections (asked for again: the successful Rust call kept none)
     and the Python ones, as upstream's NodeToStatus."""
     raw = _rust_rejections(sched, fw, info, filtered.result)
-    plugins = _rejectors(raw)
+    plugins = _rejectors(raw) | set(filtered.result.pre_filter_plugins)
     for n, st in filtered.rejected.items():
         raw.append((n, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, list(st.reasons)))
         plugins.add(st.plugin)
@@ -536,7 +536,7 @@ def _extenders_fit_error(
     plugins, so any cluster event retries the pod), then PostFilter."""
     result = filtered.result
     raw = _rust_rejections(sched, fw, info, result)
-    plugins: set[str] = {EXTENDER_NAME, *_rejectors(raw)}
+    plugins: set[str] = {EXTENDER_NAME, *_rejectors(raw), *result.pre_filter_plugins}
     for name, st in filtered.rejected.items():
         raw.append((name, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, st.reasons))
         plugins.add(st.plugin)

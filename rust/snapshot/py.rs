@@ -55,6 +55,10 @@ pub struct ScheduleResult {
     /// The message of a PreFilter that rejected the pod outright.
     #[pyo3(get)]
     pre_filter_msg: Option<String>,
+    /// The plugins whose PreFilter narrowed the nodes to a set of names (upstream's
+    /// PreFilter "plugins with nodes", which are unschedulable plugins of a failure).
+    #[pyo3(get)]
+    pre_filter_plugins: Vec<&'static str>,
 }
 
 #[pymethods]
@@ -108,9 +112,9 @@ impl ScheduleResult {
     }
 
     /// The plugins that rejected some node (upstream's UnschedulablePlugins, which
-    /// include a PreFilter that left nodes out).
+    /// include a PreFilter that narrowed the nodes, whether or not it left one out).
     fn unschedulable_plugins(&self) -> Vec<&'static str> {
-        let mut out: Vec<&'static str> = Vec::new();
+        let mut out: Vec<&'static str> = self.pre_filter_plugins.clone();
         for f in &self.failed {
             if !out.contains(&f.rejector) {
                 out.push(f.rejector);
@@ -198,6 +202,11 @@ impl Snapshot {
             .map(|(_, m)| m.clone());
         ScheduleResult {
             pre_filter_msg,
+            pre_filter_plugins: if out.narrowed {
+                vec![Plugin::NodeAffinity.name()]
+            } else {
+                Vec::new()
+            },
             node: out.chosen.map(|s| self.names[s as usize].to_string()),
             evaluated_nodes: out.evaluated_nodes,
             feasible_nodes: out.feasible_nodes,

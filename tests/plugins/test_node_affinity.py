@@ -551,3 +551,23 @@ def test_a_nominated_node_left_out_by_the_prefilter_result_keeps_its_own_verdict
     assert rows["node-c"]["reasons"] == [
         "node(s) didn't satisfy plugin(s) [NodeAffinity TaintToleration]"
     ]
+
+
+def test_a_prefilter_result_counts_among_the_unschedulable_plugins_even_leaving_no_node_out() -> (
+    None
+):
+    """Upstream's RunPreFilterPlugins returns NodeAffinity among the plugins with nodes as
+    soon as its result names nodes; the FitError's unschedulable plugins keep it (the
+    queue's hints then consider NodeAffinity's events too), here with every node named
+    and the only node rejected by its taint."""
+    c = cluster([node("node-a", taints=[("dedicated", "x", "NoSchedule")])])
+    profile = Profile(["TaintToleration", PLUGIN], [], {})
+    p = pod("ds", affinity=required(fields(expr(NAME, "In", "node-a"))))
+    result = snapshot(c).schedule(compile_pod(p), profile)
+    assert result.node is None
+    assert [plugin for _, _, plugin, _ in result.statuses] == ["TaintToleration"]
+    assert result.pre_filter_plugins == [PLUGIN]
+    assert sorted(result.unschedulable_plugins()) == [PLUGIN, "TaintToleration"]
+    plain = snapshot(c).schedule(compile_pod(pod("p")), profile)
+    assert plain.pre_filter_plugins == []
+    assert plain.unschedulable_plugins() == ["TaintToleration"]
