@@ -189,7 +189,8 @@ def replay(path: Path) -> int:
     if checked.invalid or checked.comparison is None:
         print(f"upstream refused the case: {checked.upstream.get('error')}")
         return 1
-    print(json.dumps(checked.comparison.differences, indent=1) or "agrees")
+    diffs = checked.comparison.differences
+    print(json.dumps(diffs, indent=1) if diffs else "agrees on every aspect")
     return 0 if checked.comparison.agrees else 1
 
 

@@ -14,7 +14,9 @@ Aspects (each agrees or not, with a readable detail when not):
 * ``condition``: the PodScheduled condition written on failure (type, status, reason,
   message, observedGeneration, whether lastTransitionTime is set);
 * ``nomination``: ``status.nominatedNodeName`` after a failed cycle;
-* ``victims``: the pods preemption deleted.
+* ``victims``: the pods preemption deleted;
+* ``rejectors``: after a failure, the plugins whose rejection the queue's hints must
+  undo (the FitError's unschedulable and pending plugins).
 
 Upstream's random choices are normalized, not counted (the README lists them):
 
@@ -56,6 +58,7 @@ ASPECTS = (
     "condition",
     "nomination",
     "victims",
+    "rejectors",
 )
 
 
@@ -205,4 +208,10 @@ def compare(up: Obj, ks: Obj) -> Comparison:
             "nomination", up.get("nominatedNodeName") or "", ks.get("nominatedNodeName") or ""
         )
     out.check("victims", sorted(up.get("deleted") or []), sorted(ks.get("deleted") or []))
+    if diagnosis is not None:
+        out.check(
+            "rejectors",
+            (diagnosis["unschedulablePlugins"], diagnosis["pendingPlugins"]),
+            (ks.get("unschedulablePlugins"), ks.get("pendingPlugins")),
+        )
     return out

@@ -405,6 +405,17 @@ def node_selector_term(g: Gen, n_nodes: int) -> Obj:
             }
         ]
         g.tag(f"pod:nodeAffinity.matchFields.{op}")
+        if op == "In" and g.chance(0.2):
+            # A second name in the same term: the names intersect (often to nothing,
+            # NodeAffinity's PreFilter then rejects: "pod affinity terms conflict").
+            term["matchFields"].append(
+                {
+                    "key": "metadata.name",
+                    "operator": "In",
+                    "values": [f"node-{g.rng.randrange(n_nodes + 1):02d}"],
+                }
+            )
+            g.tag("pod:nodeAffinity.matchFields.intersection")
     return term
 
 

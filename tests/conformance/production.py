@@ -96,6 +96,9 @@ async def run_case(objects: list[Obj], config: Obj | None, pod_key: str, seed: i
             if r["status"] is None
         ]
         await sched.schedule_popped(info)
+        # What the queue keeps for the pod's requeueing (its rejector plugins).
+        report["unschedulablePlugins"] = sorted(info.unschedulable_plugins)
+        report["pendingPlugins"] = sorted(info.pending_plugins)
         # Bindings, events and status patches finish; then the informers stop.
         await sched.shutdown()
         stopped = True
