@@ -10,7 +10,8 @@ Aspects (each agrees or not, with a readable detail when not):
 * ``scores``: every feasible node's weighted, normalized score per Score plugin;
 * ``totals``: every feasible node's total score;
 * ``chosen``: the node the cycle picked;
-* ``message``: the FailedScheduling event (its text, type, action and pod);
+* ``message``: the FailedScheduling event (its text, type, action and pod), or on
+  success the binding's Scheduled event;
 * ``condition``: the PodScheduled condition written on failure (type, status, reason,
   message, observedGeneration, whether lastTransitionTime is set);
 * ``nomination``: ``status.nominatedNodeName`` after a failed cycle;
@@ -107,12 +108,17 @@ def _status(s: Obj | None) -> tuple[Any, ...] | None:
     return (s["code"], s["plugin"], tuple(reasons))
 
 
-def _failed_events(events: list[Obj]) -> list[tuple[str, str, str, str, str]]:
-    return [
-        (e["type"], e["reason"], e["action"], e["regarding"], e["note"])
-        for e in events
-        if e.get("reason") == "FailedScheduling"
-    ]
+def _events(events: list[Obj], chosen: str | None) -> list[tuple[str, str, str, str, str]]:
+    """FailedScheduling and Scheduled events; the chosen node's name (ties) is masked."""
+    out = []
+    for e in events:
+        if e.get("reason") not in ("FailedScheduling", "Scheduled"):
+            continue
+        note = e["note"]
+        if chosen and e["reason"] == "Scheduled":
+            note = note.replace(f" to {chosen}", " to <chosen>")
+        out.append((e["type"], e["reason"], e["action"], e["regarding"], note))
+    return out
 
 
 def _condition(c: Obj | None) -> Obj | None:
@@ -199,7 +205,7 @@ def compare(up: Obj, ks: Obj) -> Comparison:
         elif ks_filters.get(ks_chosen) is not None:
             out.fail("chosen", f"ksched {ks_chosen!r} fails ksched's own filters")
 
-    out.check("message", _failed_events(up["events"]), _failed_events(ks["events"]))
+    out.check("message", _events(up["events"], up_chosen), _events(ks["events"], ks_chosen))
     if up_chosen is None:
         out.check("condition", _condition(up.get("condition")), _condition(ks.get("condition")))
     if up_chosen is None:
@@ -211,7 +217,7 @@ def compare(up: Obj, ks: Obj) -> Comparison:
     if diagnosis is not None:
         out.check(
             "rejectors",
-            (diagnosis["unschedulablePlugins"], diagnosis["pendingPlugins"]),
+            (diagnosis.get("unschedulablePlugins", []), diagnosis.get("pendingPlugins", [])),
             (ks.get("unschedulablePlugins"), ks.get("pendingPlugins")),
         )
     return out

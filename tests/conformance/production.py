@@ -123,7 +123,6 @@ async def run_case(objects: list[Obj], config: Obj | None, pod_key: str, seed: i
                 "note": e.get("note"),
             }
             for e in cluster.events
-            if e.get("reason") != "Scheduled"
         ]
         report["deleted"] = sorted(cluster.deleted)
     finally:

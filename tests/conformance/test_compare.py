@@ -114,7 +114,12 @@ def test_left_out_nodes_compare_against_the_absent_status() -> None:
         chosen=None,
         diagnosis={"nodes": {"a": status(FIT, "Insufficient cpu")}, "absent": absent},
     )
-    ks = ksched(up, filters={"a": status(FIT, "Insufficient cpu"), "b": absent})
+    ks = ksched(
+        up,
+        filters={"a": status(FIT, "Insufficient cpu"), "b": absent},
+        unschedulablePlugins=[],
+        pendingPlugins=[],
+    )
     assert differences(up, ks) == {}
     ks["filters"]["b"] = {**absent, "plugin": "NodeAffinity"}
     assert "statuses" in differences(up, ks)

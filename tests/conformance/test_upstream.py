@@ -86,7 +86,9 @@ def test_a_pod_that_fits_one_node(upstream: Upstream) -> None:
         "big": None,
     }
     assert r["scores"] == []  # one feasible node: upstream does not score
-    assert r["events"] == []
+    assert [(e["reason"], e["note"]) for e in r["events"]] == [
+        ("Scheduled", "Successfully assigned default/p to big")
+    ]
 
 
 def test_scores_are_weighted_per_plugin_with_totals(upstream: Upstream) -> None:

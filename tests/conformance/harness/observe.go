@@ -75,6 +75,8 @@ type observation struct {
 	scheduleErr    error
 	failure        *FailureReport
 	events         []EventReport
+	// scheduled is the binding cycle's Scheduled event.
+	scheduled *EventReport
 }
 
 // PreFilterReport is RunPreFilterPlugins' outcome.
@@ -293,6 +295,13 @@ func (r *recorder) Eventf(regarding runtime.Object, related runtime.Object, even
 		ref = p.Namespace + "/" + p.Name
 	}
 	e := EventReport{Type: eventtype, Reason: reason, Action: action, Regarding: ref, Note: fmt.Sprintf(note, args...)}
+	if reason == "Scheduled" {
+		// The binding cycle's event comes after the observed scheduling cycle.
+		r.obs.mu.Lock()
+		r.obs.scheduled = &e
+		r.obs.mu.Unlock()
+		return
+	}
 	r.obs.record(func() { r.obs.events = append(r.obs.events, e) })
 }
 

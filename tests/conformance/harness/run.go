@@ -80,7 +80,8 @@ type Result struct {
 	FitError   string            `json:"fitError"`
 	PostFilter *PostFilterReport `json:"postFilter"`
 	Failure    *FailureReport    `json:"failure"`
-	Events     []EventReport     `json:"events"`
+	// Events are the cycle's events, then the binding cycle's Scheduled event.
+	Events []EventReport `json:"events"`
 	// Condition is the pod's PodScheduled condition (times that are set read
 	// 2026-01-01T00:00:00Z) and NominatedNodeName its status.nominatedNodeName after
 	// the cycle, as written to the API.
@@ -241,6 +242,23 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 	}
 
 	report(obs, res)
+	if res.Chosen != nil {
+		// The binding cycle runs in a goroutine: its Scheduled event ends it.
+		for {
+			obs.mu.Lock()
+			e := obs.scheduled
+			obs.mu.Unlock()
+			if e != nil {
+				res.Events = append(res.Events, *e)
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return errors.New("the binding cycle did not report the pod Scheduled")
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
 	current, err := client.Tracker().Get(gvr("", "v1", "pods"), ns, name)
 	if err != nil {
 		return fmt.Errorf("pod %q after the cycle: %w", podKey, err)
