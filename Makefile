@@ -3,6 +3,7 @@
 #   make test   install everything into .venv, build the test control plane, run every test
 #   make bench  pytest-benchmark suites on a release build
 #   make lint   ruff, mypy --strict, stubtest of the Rust stub, clippy, import contracts
+#   make conformance CASES=10000 SEED=N   ksched against kube-scheduler's own code
 
 PYTHON ?= python3
 VENV   := .venv
@@ -13,7 +14,7 @@ PIP    := $(PY) -m pip
 RUST_SOURCES := $(shell find rust -name '*.rs') Cargo.toml
 PY_LIBDIR = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))')
 
-.PHONY: all wheel install build-dev build-prod constraints control-plane format lint test test-rust test-python test-wheel bench run clean
+.PHONY: all wheel install build-dev build-prod constraints control-plane format lint test test-rust test-python test-wheel bench run conformance clean
 
 all: lint test
 
@@ -77,6 +78,17 @@ test-wheel: wheel
 	PYTHON=$(PYTHON) bash hack/test-wheel.sh
 
 test: control-plane test-rust test-python test-wheel
+
+# Differential conformance (tests/conformance): CASES seeded random cases from SEED run
+# through kube-scheduler v1.36.5's own scheduling code (the ksched-conformance harness,
+# built with the control plane) and through ksched's production path; OUT gets
+# summary.md/summary.json (agreement per aspect and per pod feature) and a minimized
+# JSON reproduction of every disagreement. `make test` runs a few hundred of them.
+CASES ?= 1000
+SEED  ?= 1
+OUT   ?= build/conformance
+conformance: install control-plane
+	KSCHED_CONTROLPLANE_BIN_DIR="$$(cat $(CONTROL_PLANE_BIN))" $(PY) -m tests.conformance --cases $(CASES) --seed $(SEED) --out $(OUT)
 
 bench: install
 	$(PY) -m pytest benches --benchmark-only --benchmark-columns=min,median,mean,max,rounds

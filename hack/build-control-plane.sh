@@ -3,9 +3,13 @@
 #   kube-apiserver, kube-scheduler, kube-controller-manager
 #                                   from k8s.io/kubernetes  (hack/controlplane/kube)
 #   etcd                            from go.etcd.io/etcd/server/v3 (hack/controlplane/etcd)
+#   ksched-conformance              the differential conformance harness, a Go program of
+#                                   ours that runs kube-scheduler's code on test cases
+#                                   (tests/conformance/harness: its own module, pinned to
+#                                   the same module set as hack/controlplane/kube)
 #
 # Binaries go to  ${KSCHED_CACHE_DIR:-~/.cache/ksched}/bin/<kube version>/ .
-# Idempotent: each group (kube, etcd) carries a stamp = sha256 of its go.mod, go.sum, the
+# Idempotent: each group (kube, etcd, conformance) carries a stamp = sha256 of its go.mod, go.sum, the
 # Go version and the build flags; a group whose binaries exist and whose stamp matches
 # is not rebuilt. Concurrent runs serialise on a lock file.
 #
@@ -22,6 +26,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KUBE_MOD="$ROOT/hack/controlplane/kube"
 ETCD_MOD="$ROOT/hack/controlplane/etcd"
+CONFORMANCE_MOD="$ROOT/tests/conformance/harness"
 GO="${GO:-go}"
 CACHE="${KSCHED_CACHE_DIR:-$HOME/.cache/ksched}"
 
@@ -129,6 +134,11 @@ plan_group kube "$KUBE_MOD" "$KUBE_LDFLAGS" \
 # The server/v3 module root is etcd's main package.
 plan_group etcd "$ETCD_MOD" "$ETCD_LDFLAGS" \
   go.etcd.io/etcd/server/v3:etcd
+# A group of its own, so that changing the harness never rebuilds kube-apiserver. It
+# shares the kube group's modules and flags, so its packages come from the Go build
+# cache the kube group filled (a few seconds, then the link).
+plan_group conformance "$CONFORMANCE_MOD" "-s -w" \
+  ksched.local/tests/conformance/harness:ksched-conformance
 
 if [[ ${#PLAN[@]} -gt 0 ]]; then
   dirs=()

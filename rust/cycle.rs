@@ -89,6 +89,9 @@ pub struct PodState {
     /// The slot of the node the pod itself is nominated to (its nomination never counts
     /// against it).
     pub own_nomination: Option<u32>,
+    /// The plugins named by the status of the nodes a PreFilter result left out, sorted
+    /// (see [`Snapshot::schedule`]).
+    pub absent_plugins: Vec<&'static str>,
 }
 
 /// The result of one attempt.
@@ -106,6 +109,9 @@ pub struct Outcome {
     /// The pod's PreFilter state, kept when no node was feasible so the failures'
     /// reasons can be formatted.
     pub state: Option<PodState>,
+    /// NodeAffinity's PreFilter returned a node-name result (upstream counts it among
+    /// the unschedulable plugins whether or not it left a node out).
+    pub narrowed: bool,
 }
 
 /// One node's full evaluation, for `explain`.
@@ -191,7 +197,8 @@ impl Snapshot {
             }
         }
         if profile.has_score(Plugin::ImageLocality) {
-            st.images = image_locality::prefilter(&pod.images, &mut self.interner);
+            st.images =
+                image_locality::prefilter(&pod.images, &pod.image_volumes, &mut self.interner);
         }
         if spread {
             let filter_constraints = pts::constraints_for(
@@ -519,12 +526,14 @@ impl Snapshot {
     }
 
     /// The reason strings of a rejection, as upstream's status reasons.
-    pub fn reasons(&self, st: &PodState, slot: u32, reject: &Reject) -> Vec<String> {
+    pub fn reasons(&self, st: &PodState, reject: &Reject) -> Vec<String> {
         if reject.detail == DETAIL_NOT_IN_PREFILTER_RESULT {
-            return vec![format!(
-                "node(s) didn't satisfy plugin(s) [{}]",
-                reject.plugin.name()
-            )];
+            let plugins = if st.absent_plugins.is_empty() {
+                reject.plugin.name().to_string()
+            } else {
+                st.absent_plugins.join(" ")
+            };
+            return vec![format!("node(s) didn't satisfy plugin(s) [{plugins}]")];
         }
         if let Some((_, msg)) = &st.prefilter_reject {
             return vec![msg.clone()];
@@ -533,7 +542,7 @@ impl Snapshot {
         match reject.plugin {
             Plugin::NodeUnschedulable => one(node_unschedulable::ERR_REASON_UNSCHEDULABLE),
             Plugin::NodeName => one(node_name::ERR_REASON),
-            Plugin::TaintToleration => vec![taint_toleration::reason(self, slot, reject.detail)],
+            Plugin::TaintToleration => one(taint_toleration::ERR_REASON),
             Plugin::NodeAffinity => one(node_affinity::reason(reject.detail)),
             Plugin::NodePorts => one(node_ports::ERR_REASON),
             Plugin::NodeResourcesFit => fit::reasons(self, &st.fit, reject.detail),
@@ -616,7 +625,7 @@ impl Snapshot {
                     .images
                     .images
                     .iter()
-                    .any(|i| self.image_nodes.contains_key(i))
+                    .any(|i| self.image_states.contains_key(i))
                 {
                     // No node holds any of the pod's images: every score is 0.
                     return zeros();
@@ -774,6 +783,15 @@ impl Snapshot {
     /// every Filter it is chosen without looking at other nodes or scoring, and the
     /// start index does not move. `use_nomination` false skips this (the caller runs
     /// filters of its own on the nominated node first).
+    ///
+    /// When the nominated node fails, its rejection stays in the diagnosis, as upstream's
+    /// `evaluateNominatedNode` leaves it in the `NodeToStatus` it shares with
+    /// `findNodesThatFitPod`: a nominated node that NodeAffinity's PreFilter result
+    /// leaves out reports that rejection instead of the left-out status. And the
+    /// rejecting plugin joins the unschedulable plugins, which is the very set the
+    /// left-out nodes' message lists (`sets.List(unscheduledPlugins)`), so the message
+    /// names it too ("node(s) didn't satisfy plugin(s) [NodeAffinity TaintToleration]").
+    /// That looks like an upstream bug; ksched mirrors it.
     pub fn schedule(
         &mut self,
         pod: &CompiledPod,
@@ -781,31 +799,61 @@ impl Snapshot {
         keep_scores: bool,
         use_nomination: bool,
     ) -> Outcome {
-        let st = self.prefilter(pod, profile);
-        if use_nomination && st.prefilter_reject.is_none() && !pod.nominated_node_name.is_empty() {
-            let nominated = self
-                .slot_of(&pod.nominated_node_name)
-                .filter(|&s| self.has_node[s as usize]);
-            if let Some(slot) = nominated {
-                if self.filter_node(profile, &st, slot).is_none() {
+        let mut st = self.prefilter(pod, profile);
+        let mut nominated_failure: Option<(u32, Reject)> = None;
+        if use_nomination {
+            match self.evaluate_nominated_node(pod, profile, &mut st) {
+                Some((slot, None)) => {
                     return Outcome {
                         chosen: Some(slot),
                         evaluated_nodes: 1,
                         feasible_nodes: 1,
                         num_all_nodes: self.num_nodes(),
                         ..Outcome::default()
-                    };
+                    }
                 }
+                Some((slot, Some(r))) => nominated_failure = Some((slot, r)),
+                None => {}
             }
         }
         self.ensure_order();
         let order = std::mem::take(&mut self.order);
-        let mut out = self.schedule_with(&order, profile, &st, keep_scores);
+        let mut out = self.schedule_with(&order, profile, &st, keep_scores, nominated_failure);
+        out.narrowed = st.allowed.is_some();
         self.order = order;
         if out.chosen.is_none() {
             out.state = Some(st);
         }
         out
+    }
+
+    /// Upstream `evaluateNominatedNode`: the pod's nominated node (when it is a node of
+    /// the snapshot and no PreFilter rejected the pod) and its Filter verdict. A
+    /// rejection names its plugin in `st.absent_plugins` too (see [`Snapshot::schedule`]),
+    /// which also gets NodeAffinity when its PreFilter result narrowed the nodes.
+    fn evaluate_nominated_node(
+        &self,
+        pod: &CompiledPod,
+        profile: &Profile,
+        st: &mut PodState,
+    ) -> Option<(u32, Option<Reject>)> {
+        let mut verdict = None;
+        if st.prefilter_reject.is_none() && !pod.nominated_node_name.is_empty() {
+            verdict = self
+                .slot_of(&pod.nominated_node_name)
+                .filter(|&s| self.has_node[s as usize])
+                .map(|slot| (slot, self.filter_node(profile, st, slot)));
+        }
+        if st.allowed.is_some() {
+            let mut plugins = vec![Plugin::NodeAffinity.name()];
+            if let Some((_, Some(r))) = &verdict {
+                plugins.push(r.plugin.name());
+            }
+            plugins.sort_unstable();
+            plugins.dedup();
+            st.absent_plugins = plugins;
+        }
+        verdict
     }
 
     fn schedule_with(
@@ -814,6 +862,7 @@ impl Snapshot {
         profile: &Profile,
         st: &PodState,
         keep_scores: bool,
+        nominated_failure: Option<(u32, Reject)>,
     ) -> Outcome {
         let mut out = Outcome {
             num_all_nodes: all.len(),
@@ -903,14 +952,16 @@ impl Snapshot {
                 if st.allowed.is_some() {
                     for &slot in all {
                         if !order.contains(&slot) {
-                            out.failures.push((
-                                slot,
-                                Reject {
+                            let reject = match nominated_failure {
+                                // Evaluated first as the nominated node: its own status.
+                                Some((nominated, r)) if nominated == slot => r,
+                                _ => Reject {
                                     plugin: Plugin::NodeAffinity,
                                     unresolvable: true,
                                     detail: DETAIL_NOT_IN_PREFILTER_RESULT,
                                 },
-                            ));
+                            };
+                            out.failures.push((slot, reject));
                         }
                     }
                 }
@@ -942,7 +993,13 @@ impl Snapshot {
         pod: &CompiledPod,
         profile: &Profile,
     ) -> (Vec<NodeExplain>, PodState) {
-        let st = self.prefilter(pod, profile);
+        let mut st = self.prefilter(pod, profile);
+        // The nominated node is examined whatever the PreFilter result (as the cycle
+        // does first), so a left-out nominated node reports its own verdict.
+        let nominated = match self.evaluate_nominated_node(pod, profile, &mut st) {
+            Some((slot, Some(_))) => Some(slot),
+            _ => None,
+        };
         self.ensure_order();
         let all = self.order.clone();
         let mut rows: Vec<NodeExplain> = all
@@ -954,6 +1011,8 @@ impl Snapshot {
                         unresolvable: true,
                         detail: 0,
                     })
+                } else if nominated == Some(slot) {
+                    self.filter_node(profile, &st, slot)
                 } else if st.allowed.as_ref().is_some_and(|a| !a.contains(&slot)) {
                     Some(Reject {
                         plugin: Plugin::NodeAffinity,

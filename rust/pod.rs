@@ -47,6 +47,8 @@ pub struct CompiledPod {
     pub host_ports: Vec<(String, String, i32)>,
     /// Container images, init containers first.
     pub images: Vec<String>,
+    /// References of the image volumes (`spec.volumes[].image`).
+    pub image_volumes: Vec<String>,
     pub spread_constraints: Vec<SpreadConstraintSpec>,
     /// The selector of the Services/ReplicaSets/StatefulSets/RCs the pod belongs to, used
     /// by PodTopologySpread's default constraints (`None`: it belongs to none).
@@ -56,6 +58,11 @@ pub struct CompiledPod {
     /// `status.startTime` in seconds since the epoch (`None`: not started); preemption
     /// reprieves and ranks victims by it.
     pub start_time: Option<f64>,
+    /// The requests NodeResourcesFit's Score uses when they differ from `requests` and
+    /// `non_zero_*` (a pod with pod-level requests, which that scorer ignores): the
+    /// containers' requests with 100m/200Mi for a container missing cpu/memory, plus
+    /// overhead. `None`: `non_zero_cpu`, `non_zero_memory` and `requests`.
+    pub fit_score_requests: Option<Vec<(String, i64)>>,
 }
 
 impl CompiledPod {
@@ -70,6 +77,34 @@ impl CompiledPod {
             .find(|(n, _)| n == resource)
             .map_or(0, |&(_, v)| v)
     }
+}
+
+/// `{resource name: amount}` in scheduler units, zero amounts dropped.
+fn parse_requests(key: &str, field: &str, d: &Bound<'_, PyDict>) -> PyResult<Vec<(String, i64)>> {
+    let mut reqs = Vec::with_capacity(d.len());
+    for (k, v) in d.iter() {
+        let rname: String = k
+            .extract()
+            .map_err(|_| invalid(key, field, "resource names must be strings"))?;
+        let amount: i64 = v.extract().map_err(|_| {
+            invalid(
+                key,
+                &format!("{field}[{rname}]"),
+                "must be an integer amount",
+            )
+        })?;
+        if amount < 0 {
+            return Err(invalid(
+                key,
+                &format!("{field}[{rname}]"),
+                format!("must be non-negative (got {amount})"),
+            ));
+        }
+        if amount != 0 {
+            reqs.push((rname, amount));
+        }
+    }
+    Ok(reqs)
 }
 
 fn invalid(pod: &str, field: &str, msg: impl std::fmt::Display) -> PyErr {
@@ -87,8 +122,8 @@ impl CompiledPod {
         uid, namespace, name, *, requests, non_zero_cpu, non_zero_memory,
         node_name = String::new(), nominated_node_name = String::new(), tolerations = Vec::new(), labels = None, priority = 0,
         node_selector = None, affinity = None, host_ports = Vec::new(), images = Vec::new(),
-        topology_spread_constraints = None, default_spread_selector = None, deleting = false,
-        start_time = None
+        image_volumes = Vec::new(), topology_spread_constraints = None, default_spread_selector = None, deleting = false,
+        start_time = None, fit_score_requests = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
@@ -108,35 +143,18 @@ impl CompiledPod {
         affinity: Option<&Bound<'_, PyAny>>,
         host_ports: Vec<(String, String, i32)>,
         images: Vec<String>,
+        image_volumes: Vec<String>,
         topology_spread_constraints: Option<&Bound<'_, PyAny>>,
         default_spread_selector: Option<&Bound<'_, PyAny>>,
         deleting: bool,
         start_time: Option<f64>,
+        fit_score_requests: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let key = format!("{namespace}/{name}");
-        let mut reqs = Vec::with_capacity(requests.len());
-        for (k, v) in requests.iter() {
-            let rname: String = k
-                .extract()
-                .map_err(|_| invalid(&key, "requests", "resource names must be strings"))?;
-            let amount: i64 = v.extract().map_err(|_| {
-                invalid(
-                    &key,
-                    &format!("requests[{rname}]"),
-                    "must be an integer amount",
-                )
-            })?;
-            if amount < 0 {
-                return Err(invalid(
-                    &key,
-                    &format!("requests[{rname}]"),
-                    format!("must be non-negative (got {amount})"),
-                ));
-            }
-            if amount != 0 {
-                reqs.push((rname, amount));
-            }
-        }
+        let reqs = parse_requests(&key, "requests", requests)?;
+        let fit_score_requests = fit_score_requests
+            .map(|r| parse_requests(&key, "fit_score_requests", r))
+            .transpose()?;
         let mut tols = Vec::with_capacity(tolerations.len());
         for (i, (tkey, op, value, effect)) in tolerations.into_iter().enumerate() {
             let exists = match op.as_str() {
@@ -242,10 +260,12 @@ impl CompiledPod {
             pod_affinity,
             host_ports,
             images,
+            image_volumes,
             spread_constraints,
             default_spread_selector,
             deleting,
             start_time,
+            fit_score_requests,
         })
     }
 
@@ -295,6 +315,8 @@ impl CompiledPod {
             &self.node_selector,
             &self.host_ports,
             &self.images,
+            &self.image_volumes,
+            &self.fit_score_requests,
         )
             .hash(&mut h);
         format!(

@@ -578,12 +578,9 @@ impl Snapshot {
                 NotCandidate::NoVictims => {
                     statuses.push((name, true, "", vec![ERR_NO_VICTIMS.to_string()]))
                 }
-                NotCandidate::Rejected(r) => statuses.push((
-                    name,
-                    r.unresolvable,
-                    r.plugin.name(),
-                    self.reasons(st, *slot, r),
-                )),
+                NotCandidate::Rejected(r) => {
+                    statuses.push((name, r.unresolvable, r.status_plugin(), self.reasons(st, r)))
+                }
             }
         }
         PreemptionDryRun {

@@ -58,10 +58,12 @@ class CompiledPod:
         affinity: dict[str, Any] | None = None,
         host_ports: list[tuple[str, str, int]] = ...,
         images: list[str] = ...,
+        image_volumes: list[str] = ...,
         topology_spread_constraints: list[dict[str, Any]] | None = None,
         default_spread_selector: dict[str, Any] | None = None,
         deleting: bool = False,
         start_time: float | None = None,
+        fit_score_requests: dict[str, int] | None = None,
     ) -> CompiledPod: ...
     @property
     def uid(self) -> str: ...
@@ -122,12 +124,15 @@ class ScheduleResult:
     @property
     def pre_filter_msg(self) -> str | None:
         """The message of a PreFilter that rejected the pod outright."""
+    @property
+    def pre_filter_plugins(self) -> list[str]:
+        """The plugins whose PreFilter narrowed the nodes to a set of names."""
     def reason_counts(self) -> dict[str, int]:
         """How many nodes gave each reason."""
     def status_of(self, node: str) -> tuple[bool, str, list[str]] | None:
         """``(unresolvable, plugin, reasons)`` of one rejected node, else None."""
     def unschedulable_plugins(self) -> list[str]:
-        """The plugins that rejected some node."""
+        """The plugins that rejected some node, and those of :attr:`pre_filter_plugins`."""
     @property
     def num_resolvable(self) -> int:
         """Rejected nodes that are not UnschedulableAndUnresolvable."""

@@ -52,7 +52,7 @@ from ksched.framework.registry import METHOD_POINTS, Registry, RegistryError, de
 if TYPE_CHECKING:
     from ksched.framework.interface import Handle
 
-__all__ = ["ConfiguredPlugin", "ProfileError", "build_profiles"]
+__all__ = ["ConfiguredPlugin", "ProfileError", "build_profiles", "implemented_plugin_names"]
 
 log = logging.getLogger(__name__)
 
@@ -204,6 +204,15 @@ def _python_plugins(
     if not restricted and default_args and {p.name for p in plugins} == set(builtins):
         return None  # exactly the Python-side defaults: let the framework make them
     return tuple(plugins)
+
+
+def implemented_plugin_names(registry: Registry | None = None) -> frozenset[str]:
+    """Every plugin name a profile of this build runs when enabled: the Rust kernels,
+    the Python built-ins and ``registry``'s out-of-tree plugins (default: the installed
+    ones). Any other enabled in-tree plugin is reported and does not run."""
+    reg = registry if registry is not None else default_registry()
+    builtins = {p.name for p in default_plugins()}
+    return frozenset({*_core.FILTER_PLUGINS, *_core.SCORE_PLUGINS, *builtins, *reg.names()})
 
 
 def _kernel_args(prof: KubeSchedulerProfile, kept: set[str]) -> dict[str, Mapping[str, Any]]:

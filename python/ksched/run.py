@@ -251,6 +251,29 @@ def check_supported(cfg: KubeSchedulerConfiguration) -> None:
         )
 
 
+def new_scheduler(
+    cfg: KubeSchedulerConfiguration,
+    api: ClusterAPI,
+    *,
+    profiles: Mapping[str, Profile] | None = None,
+    seed: int | None = None,
+    identity: str | None = None,
+) -> Scheduler:
+    """The scheduler ``ksched run`` builds from a loaded configuration (profiles,
+    backoffs, extenders), on ``api``; not started."""
+    if profiles is None:
+        profiles = profiles_from_config(cfg)
+    return Scheduler(
+        api,
+        profiles,
+        pod_initial_backoff=float(cfg.pod_initial_backoff_seconds or 1),
+        pod_max_backoff=float(cfg.pod_max_backoff_seconds or 10),
+        seed=seed,
+        identity=identity,
+        extenders=extenders_from_config(cfg),
+    )
+
+
 async def _first(
     coro: Coroutine[Any, Any, Any], stopped: asyncio.Future[Any], loop: asyncio.AbstractEventLoop
 ) -> bool:
@@ -287,18 +310,8 @@ async def serve(
     only while this replica holds the lease (:mod:`ksched.leaderelection`); losing it
     raises :class:`LeaderElectionLost` without waiting for bindings in flight.
     """
-    if profiles is None:
-        profiles = profiles_from_config(cfg)
     status = status if status is not None else RunStatus()
-    sched = Scheduler(
-        api,
-        profiles,
-        pod_initial_backoff=float(cfg.pod_initial_backoff_seconds or 1),
-        pod_max_backoff=float(cfg.pod_max_backoff_seconds or 10),
-        seed=seed,
-        identity=identity,
-        extenders=extenders_from_config(cfg),
-    )
+    sched = new_scheduler(cfg, api, profiles=profiles, seed=seed, identity=identity)
     status.sched = sched
     registry = registry if registry is not None else metrics_registry(sched)
     collectors: list[Collector] = [UnclaimedPodsCollector(sched)]
@@ -314,7 +327,7 @@ async def serve(
     delay = elector is not None and cfg.delay_cache_until_active
 
     async def start_informers() -> bool:
-        log.info("starting informers; profiles: %s", ", ".join(profiles))
+        log.info("starting informers; profiles: %s", ", ".join(sched.profiles))
         if not await _first(sched.start(), stopped, loop):
             return False
         status.handlers_synced = True

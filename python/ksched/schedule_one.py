@@ -63,6 +63,7 @@ from ksched.framework.interface import COMPILED_POD_KEY, MAX_NODE_SCORE, NOMINAT
 from ksched.framework.runtime import Framework
 from ksched.framework.status import Code, Status
 from ksched.metrics import PLUGIN_METRICS_SAMPLE_PERCENT
+from ksched.plugins.node_affinity import NAME as NODE_AFFINITY
 
 if TYPE_CHECKING:
     from ksched.scheduler import Scheduler
@@ -147,9 +148,16 @@ def _post_filter(
         state.write(COMPILED_POD_KEY, info.compiled)
         res, s = fw.run_post_filter(state, info.pod, statuses)
         fit.post_filter_msg = s.message
-        if res is not None:
-            state.write(NOMINATING_KEY, res.nominated_node_name)
+        state.write(NOMINATING_KEY, None if res is None else res.nominated_node_name)
     return Status(Code.UNSCHEDULABLE, fit.message, error=fit)
+
+
+def _nominating(state: CycleState) -> str | None:
+    """The nomination a failed scheduling cycle hands the failure handler (upstream's
+    NominatingInfo): PostFilter's when it ran (None: PostFilter returned no result, the
+    nomination stays), else "" (``clearNominatedNode``: no PostFilter plugin, no node
+    at all, an error)."""
+    return state.get(NOMINATING_KEY) if NOMINATING_KEY in state else ""
 
 
 async def _post_filter_async(
@@ -161,8 +169,7 @@ async def _post_filter_async(
         state.write(COMPILED_POD_KEY, info.compiled)
         res, s = await fw.run_post_filter_async(state, info.pod, statuses)
         fit.post_filter_msg = s.message
-        if res is not None:
-            state.write(NOMINATING_KEY, res.nominated_node_name)
+        state.write(NOMINATING_KEY, None if res is None else res.nominated_node_name)
     return Status(Code.UNSCHEDULABLE, fit.message, error=fit)
 
 
@@ -228,7 +235,7 @@ def _python_fit_error(
     has both the Rust rejections (asked for again: the successful Rust call kept none)
     and the Python ones, as upstream's NodeToStatus."""
     raw = _rust_rejections(sched, fw, info, filtered.result)
-    plugins = {plugin for _, _, plugin, _ in raw}
+    plugins = _rejectors(raw) | set(filtered.result.pre_filter_plugins)
     for n, st in filtered.rejected.items():
         raw.append((n, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, list(st.reasons)))
         plugins.add(st.plugin)
@@ -240,6 +247,13 @@ def _python_fit_error(
         filtered.result.num_all_nodes, counts, unschedulable_plugins=frozenset(plugins - {""})
     )
     return _post_filter(fw, state, info, fit, NodeStatuses(raw), deferred)
+
+
+def _rejectors(raw: list[RawNodeStatus]) -> set[str]:
+    """The plugins behind the built-in filters' rejections: a status that names none is
+    a node NodeAffinity's PreFilter result left out (upstream counts the narrowing plugin
+    among the unschedulable ones although the status names none)."""
+    return {plugin or NODE_AFFINITY for _, _, plugin, _ in raw}
 
 
 def _rust_rejections(
@@ -275,9 +289,10 @@ def _pre_filter_result_fit_error(
     deferred: _Deferred | None,
 ) -> Status:
     """No node fits a pod whose Python PreFilter narrowed the attempt to ``names``: the
-    other nodes are UnschedulableAndUnresolvable for the plugins that narrowed it (as
-    upstream's absent-nodes status, so preemption leaves them alone), the named ones
-    keep the filters' rejections."""
+    other nodes are UnschedulableAndUnresolvable (as upstream's absent-nodes status, so
+    preemption leaves them alone; like it, their status names no plugin, while the
+    plugins that narrowed the attempt count among the unschedulable ones), the named
+    ones keep the filters' rejections."""
     plugins = state.pre_filter_node_plugins
     msg = f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]"
     raw: list[RawNodeStatus] = []
@@ -285,12 +300,12 @@ def _pre_filter_result_fit_error(
         if node in names:
             raw.append((node, unresolvable, plugin, reasons))
         else:
-            raw.append((node, True, plugins[0] if plugins else "", [msg]))
+            raw.append((node, True, "", [msg]))
     counts: Counter[str] = Counter()
     for _, _, _, reasons in raw:
         for reason in reasons:
             counts[reason] += 1
-    unschedulable = frozenset(plugin for _, _, plugin, _ in raw if plugin)
+    unschedulable = frozenset(plugin for _, _, plugin, _ in raw if plugin) | frozenset(plugins)
     fit = FitError(result.num_all_nodes, counts, unschedulable_plugins=unschedulable)
     absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg)
     return _post_filter(fw, state, info, fit, NodeStatuses(raw, absent), deferred)
@@ -521,7 +536,7 @@ def _extenders_fit_error(
     plugins, so any cluster event retries the pod), then PostFilter."""
     result = filtered.result
     raw = _rust_rejections(sched, fw, info, result)
-    plugins: set[str] = {EXTENDER_NAME, *(plugin for _, _, plugin, _ in raw)}
+    plugins: set[str] = {EXTENDER_NAME, *_rejectors(raw), *result.pre_filter_plugins}
     for name, st in filtered.rejected.items():
         raw.append((name, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, st.reasons))
         plugins.add(st.plugin)
@@ -584,9 +599,7 @@ async def schedule_one_async(sched: Scheduler, info: QueuedPodInfo) -> None:
             node = None
     if node is None:
         assert status is not None
-        handle_scheduling_failure(
-            sched, fw, info, status, start, nominating=state.get(NOMINATING_KEY)
-        )
+        handle_scheduling_failure(sched, fw, info, status, start, nominating=_nominating(state))
         return
     _reserve_and_bind(sched, fw, info, state, node, start)
 
@@ -666,9 +679,7 @@ def schedule_one(
     if node is None:
         assert status is not None
         fw.ok_filter.observe(_perf() - start)
-        handle_scheduling_failure(
-            sched, fw, info, status, start, nominating=state.get(NOMINATING_KEY)
-        )
+        handle_scheduling_failure(sched, fw, info, status, start, nominating=_nominating(state))
         return False
     elapsed = _perf() - start
     # The Rust call covers PreFilter, Filter, PreScore and Score; until it reports each
@@ -773,14 +784,15 @@ def handle_scheduling_failure(
     status: Status,
     start: float,
     *,
-    nominating: str | None = None,
+    nominating: str | None = "",
 ) -> None:
     """Record the failure (metrics, event, condition) and requeue the pod.
 
-    ``nominating`` is PostFilter's verdict on the pod's nominated node (upstream
-    ``NominatingInfo``): None leaves the nomination as it is, a node name nominates the
-    pod there (the nominator now, ``status.nominatedNodeName`` through the status
-    patch), "" clears it."""
+    ``nominating`` is the nomination to apply (upstream ``NominatingInfo``): None leaves
+    it as it is, a node name nominates the pod there (the nominator now,
+    ``status.nominatedNodeName`` through the status patch), "" clears it. Upstream
+    clears it on every failure (``clearNominatedNode``) but a PostFilter's, which hands
+    over its own result (:func:`_nominating`)."""
     pod = info.pod
     rejected = status.is_rejected()
     sched.metrics.attempt("unschedulable" if rejected else "error", fw.name, _perf() - start)
@@ -820,6 +832,11 @@ def handle_scheduling_failure(
     )
 
 
+def _now_rfc3339() -> str:
+    """``metav1.Now()`` as the API serializes it (seconds, UTC)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 def record_failure(
     sched: Scheduler,
     info: QueuedPodInfo,
@@ -832,7 +849,13 @@ def record_failure(
 ) -> None:
     """FailedScheduling event and the PodScheduled=False condition, in the background.
     ``current`` is the pod's latest object (informer store); ``nominating`` (not None)
-    sets ``status.nominatedNodeName`` ("" clears it), as upstream's ``updatePod``."""
+    sets ``status.nominatedNodeName`` ("" clears it), as upstream's ``updatePod``.
+
+    The condition is upstream's: ``observedGeneration`` is the pod's
+    ``metadata.generation`` (``CalculatePodConditionObservedGeneration``, the
+    PodObservedGenerationTracking gate is GA) and ``lastTransitionTime`` is now, or the
+    existing condition's when its status does not change (``UpdatePodCondition``, which
+    also decides whether anything changed)."""
     pod = info.pod
     if log.isEnabledFor(logging.DEBUG):
         log.debug("unable to schedule pod %s: %s", pod.key, message)
@@ -840,12 +863,6 @@ def record_failure(
     rv = meta.get("resourceVersion") or pod.resource_version
     sched.recorder.failed_scheduling(pod, message, profile_name, rv)
     status_obj = (current or {}).get("status") or {}
-    condition = {
-        "type": "PodScheduled",
-        "status": "False",
-        "reason": reason,
-        "message": message,
-    }
     existing = next(
         (
             c
@@ -854,8 +871,31 @@ def record_failure(
         ),
         None,
     )
+    condition: dict[str, Any] = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": reason,
+        "message": message,
+    }
+    generation = meta.get("generation")
+    if isinstance(generation, int) and generation:
+        condition["observedGeneration"] = generation
+    if existing is not None and existing.get("status") == "False":
+        transition = existing.get("lastTransitionTime")
+    else:
+        transition = _now_rfc3339()
+    if transition:
+        condition["lastTransitionTime"] = transition
     condition_changed = existing is None or any(
-        existing.get(k) != condition[k] for k in ("status", "reason", "message")
+        existing.get(k) != condition.get(k)
+        for k in (
+            "status",
+            "reason",
+            "message",
+            "observedGeneration",
+            "lastTransitionTime",
+            "lastProbeTime",
+        )
     )
     nomination_changed = (
         nominating is not None and (status_obj.get("nominatedNodeName") or "") != nominating

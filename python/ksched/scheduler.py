@@ -39,7 +39,7 @@ from ksched.backend.cache import Cache
 from ksched.backend.compile import compile_pod
 from ksched.backend.controllers import KINDS as CONTROLLER_KINDS
 from ksched.backend.controllers import ControllerIndex
-from ksched.backend.queue import SchedulingQueue
+from ksched.backend.queue import QueuedPodInfo, SchedulingQueue
 from ksched.backend.queue.cluster_event import (
     EVENT_ASSIGNED_POD_ADD,
     EVENT_ASSIGNED_POD_DELETE,
@@ -664,21 +664,29 @@ class Scheduler:
                 info = await queue.pop()
                 if info is None:
                     break
-            if self.extenders and needs_extenders(self, info):
-                # HTTP calls: awaited, so informers and bindings go on meanwhile.
-                await schedule_one_async(self, info)
-            elif self.batch_size > 1:
-                key = self.signature(info)
-                if schedule_batch(self, self._gather_batch(info)):
-                    self._unbatched.discard(key)
-                elif key is not None:
-                    if len(self._unbatched) >= _MAX_UNBATCHED:
-                        self._unbatched.clear()
-                    self._unbatched.add(key)
-            else:
-                schedule_one(self, info)
+            await self.schedule_popped(info)
             # Let informers and binding tasks run between cycles.
             await asyncio.sleep(0)
+
+    async def schedule_popped(self, info: QueuedPodInfo) -> None:
+        """The scheduling cycle of a pod just popped from the queue, exactly as
+        :meth:`run` runs it: a pod an extender is interested in through
+        :func:`schedule_one_async` (its HTTP calls awaited, informers and bindings go
+        on meanwhile); any other with opportunistic batching, together with the activeQ
+        heads of its signature (:func:`schedule_batch`), else alone
+        (:func:`schedule_one`)."""
+        if self.extenders and needs_extenders(self, info):
+            await schedule_one_async(self, info)
+        elif self.batch_size > 1:
+            key = self.signature(info)
+            if schedule_batch(self, self._gather_batch(info)):
+                self._unbatched.discard(key)
+            elif key is not None:
+                if len(self._unbatched) >= _MAX_UNBATCHED:
+                    self._unbatched.clear()
+                self._unbatched.add(key)
+        else:
+            schedule_one(self, info)
 
     def _gather_batch(self, first: Any) -> list[Any]:
         """``first`` and the activeQ heads with its scheduling signature. Pods of a

@@ -96,3 +96,18 @@ pub struct Reject {
 
 /// `detail` of a node left out by a PreFilter result (NodeAffinity's node names).
 pub const DETAIL_NOT_IN_PREFILTER_RESULT: u64 = u64::MAX;
+
+impl Reject {
+    /// The plugin the node's status names: none for a node left out by a PreFilter
+    /// result. Upstream gives those nodes the diagnosis' absent-nodes status
+    /// (`findNodesThatFitPod`: `SetAbsentNodesStatus(NewStatus(UnschedulableAndUnresolvable,
+    /// "node(s) didn't satisfy plugin(s) [...]"))`), which carries no plugin, although the
+    /// narrowing plugin counts among the unschedulable plugins.
+    pub fn status_plugin(&self) -> &'static str {
+        if self.detail == DETAIL_NOT_IN_PREFILTER_RESULT {
+            ""
+        } else {
+            self.plugin.name()
+        }
+    }
+}

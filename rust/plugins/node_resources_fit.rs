@@ -372,12 +372,24 @@ pub fn prescore(
     use_requested: bool,
 ) -> ScoreState {
     let mut out = Vec::with_capacity(resources.len());
+    // NodeResourcesFit's Score (use_requested false) ignores pod-level requests: upstream
+    // NewFit builds its resourceAllocationScorer without enablePodLevelResources (only
+    // BalancedAllocation's scorer gets it), so calculatePodResourceRequest passes
+    // SkipPodLevelResources. This looks like an upstream bug (Filter and
+    // BalancedAllocation do use them); ksched mirrors it.
+    let fit_score = pod.fit_score_requests.as_ref().filter(|_| !use_requested);
+    let request = |name: &str| match fit_score {
+        Some(reqs) => reqs.iter().find(|(n, _)| n == name).map_or(0, |&(_, v)| v),
+        None => pod.request(name),
+    };
     for (name, weight) in resources {
         let (source, request) = match name.as_str() {
             "cpu" => (
                 ScoreSource::Cpu,
                 if use_requested {
                     pod.request("cpu")
+                } else if fit_score.is_some() {
+                    request("cpu")
                 } else {
                     pod.non_zero_cpu
                 },
@@ -386,16 +398,18 @@ pub fn prescore(
                 ScoreSource::Memory,
                 if use_requested {
                     pod.request("memory")
+                } else if fit_score.is_some() {
+                    request("memory")
                 } else {
                     pod.non_zero_memory
                 },
             ),
             "ephemeral-storage" => (
                 ScoreSource::Column(EPHEMERAL_STORAGE),
-                pod.request("ephemeral-storage"),
+                request("ephemeral-storage"),
             ),
             other => {
-                let request = pod.request(other);
+                let request = request(other);
                 if request == 0 && is_scalar_resource_name(other) {
                     (ScoreSource::Skip, 0)
                 } else if is_scalar_resource_name(other) {

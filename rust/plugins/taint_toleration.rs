@@ -1,9 +1,10 @@
 //! TaintToleration: a node's NoSchedule/NoExecute taints must be tolerated; untolerated
 //! PreferNoSchedule taints lower the score.
 //!
-//! Filter: the first taint (in the node's order) with effect NoSchedule or NoExecute that
-//! no toleration tolerates rejects the node, "node(s) had untolerated taint {key: value}"
-//! (UnschedulableAndUnresolvable).
+//! Filter: a taint with effect NoSchedule or NoExecute that no toleration tolerates
+//! rejects the node, "node(s) had untolerated taint(s)" (UnschedulableAndUnresolvable).
+//! As v1.36's Filter, the reason names no taint, so all such nodes make one entry of the
+//! FailedScheduling histogram.
 //!
 //! Score: the number of PreferNoSchedule taints not tolerated by the pod's tolerations
 //! whose effect is PreferNoSchedule or empty; normalized in reverse (fewer is better).
@@ -72,7 +73,8 @@ pub fn prefilter(tolerations: &[super::taint::Toleration], interner: &mut Intern
     }
 }
 
-/// Filter: the index of the first untolerated NoSchedule/NoExecute taint.
+/// Filter: the index of the first untolerated NoSchedule/NoExecute taint (for logs; the
+/// reason is [`ERR_REASON`] whichever it is).
 #[inline]
 pub fn filter(snap: &Snapshot, st: &TaintState, slot: u32) -> Option<u64> {
     for (i, t) in snap.taints[slot as usize].iter().enumerate() {
@@ -86,14 +88,7 @@ pub fn filter(snap: &Snapshot, st: &TaintState, slot: u32) -> Option<u64> {
     None
 }
 
-pub fn reason(snap: &Snapshot, slot: u32, detail: u64) -> String {
-    let t = &snap.taints[slot as usize][detail as usize];
-    format!(
-        "node(s) had untolerated taint {{{}: {}}}",
-        snap.interner.resolve(t.key),
-        snap.interner.resolve(t.value)
-    )
-}
+pub const ERR_REASON: &str = "node(s) had untolerated taint(s)";
 
 #[inline]
 pub fn score(snap: &Snapshot, st: &TaintState, slot: u32) -> i64 {

@@ -72,6 +72,15 @@ pub struct NodeSpec {
     pub images: Vec<(Vec<String>, i64)>,
 }
 
+/// One image name across the cluster (upstream `fwk.ImageStateSummary`).
+#[derive(Debug, Clone, Copy)]
+pub struct ImageStateSummary {
+    /// `sizeBytes` as reported by the first node that listed the name.
+    pub size: i64,
+    /// Nodes listing the name.
+    pub num_nodes: u32,
+}
+
 #[pyo3::pyclass(module = "ksched._core")]
 #[derive(Debug)]
 pub struct Snapshot {
@@ -120,9 +129,12 @@ pub struct Snapshot {
     pub(crate) lower_pods: Vec<crate::preemption::LowerPods>,
     /// Host ports in use per node.
     pub node_ports: Vec<Vec<HostPort>>,
-    /// `(image name id, size)` per node, and how many nodes hold each image name.
-    pub node_images: Vec<Vec<(u32, i64)>>,
-    pub image_nodes: AHashMap<u32, u32>,
+    /// The image name ids each node lists (each once).
+    pub node_images: Vec<Vec<u32>>,
+    /// One summary per image name listed by some node (upstream's cache
+    /// `imageStates`): the size the first node listing it reported, and how many nodes
+    /// list it.
+    pub image_states: AHashMap<u32, ImageStateSummary>,
     /// Namespace id → sorted label ids.
     pub namespaces: AHashMap<u32, Vec<(u32, u32)>>,
     /// Interned "0.0.0.0", the bind-all host IP.
@@ -188,7 +200,7 @@ impl Snapshot {
             lower_pods: Vec::new(),
             node_ports: Vec::new(),
             node_images: Vec::new(),
-            image_nodes: AHashMap::new(),
+            image_states: AHashMap::new(),
             namespaces: AHashMap::new(),
             bind_all_ip: 0,
             count_cache: counts::CountCache::default(),
@@ -359,11 +371,13 @@ impl Snapshot {
                 self.label_cols[c][i] = 0;
             }
         }
-        for (img, _) in std::mem::take(&mut self.node_images[i]) {
-            if let Some(n) = self.image_nodes.get_mut(&img) {
-                *n -= 1;
-                if *n == 0 {
-                    self.image_nodes.remove(&img);
+        // Upstream removeNodeImageStates: a name no node lists any more is forgotten
+        // (with its size).
+        for img in std::mem::take(&mut self.node_images[i]) {
+            if let Some(state) = self.image_states.get_mut(&img) {
+                state.num_nodes -= 1;
+                if state.num_nodes == 0 {
+                    self.image_states.remove(&img);
                 }
             }
         }
@@ -405,13 +419,21 @@ impl Snapshot {
         }
         labels.sort_unstable();
         self.node_labels[i] = labels;
-        let mut images: Vec<(u32, i64)> = Vec::new();
+        // Upstream addNodeImageStates: a name new to the cluster takes this node's size;
+        // a known one keeps the size it has.
+        let mut images: Vec<u32> = Vec::new();
         for (names, size) in &spec.images {
             for name in names {
                 let id = self.interner.intern(name);
-                if !images.iter().any(|(i, _)| *i == id) {
-                    images.push((id, *size));
-                    *self.image_nodes.entry(id).or_insert(0) += 1;
+                if !images.contains(&id) {
+                    images.push(id);
+                    self.image_states
+                        .entry(id)
+                        .or_insert(ImageStateSummary {
+                            size: *size,
+                            num_nodes: 0,
+                        })
+                        .num_nodes += 1;
                 }
             }
         }

@@ -29,7 +29,10 @@ struct Failed {
     slot: u32,
     name: Arc<str>,
     unresolvable: bool,
+    /// The plugin the status names ("" for a node a PreFilter result left out).
     plugin: &'static str,
+    /// The plugin that rejected the node (the narrowing one for a left-out node).
+    rejector: &'static str,
     /// Index into `ScheduleResult::reason_sets`.
     reasons: usize,
 }
@@ -52,6 +55,10 @@ pub struct ScheduleResult {
     /// The message of a PreFilter that rejected the pod outright.
     #[pyo3(get)]
     pre_filter_msg: Option<String>,
+    /// The plugins whose PreFilter narrowed the nodes to a set of names (upstream's
+    /// PreFilter "plugins with nodes", which are unschedulable plugins of a failure).
+    #[pyo3(get)]
+    pre_filter_plugins: Vec<&'static str>,
 }
 
 #[pymethods]
@@ -104,12 +111,13 @@ impl ScheduleResult {
         Ok(d)
     }
 
-    /// The plugins that rejected some node (upstream's UnschedulablePlugins).
+    /// The plugins that rejected some node (upstream's UnschedulablePlugins, which
+    /// include a PreFilter that narrowed the nodes, whether or not it left one out).
     fn unschedulable_plugins(&self) -> Vec<&'static str> {
-        let mut out: Vec<&'static str> = Vec::new();
+        let mut out: Vec<&'static str> = self.pre_filter_plugins.clone();
         for f in &self.failed {
-            if !out.contains(&f.plugin) {
-                out.push(f.plugin);
+            if !out.contains(&f.rejector) {
+                out.push(f.rejector);
             }
         }
         out
@@ -159,20 +167,18 @@ impl Snapshot {
         let mut failed = Vec::new();
         let mut reason_sets: Vec<Vec<String>> = Vec::new();
         if let (Some(st), None) = (&out.state, out.chosen) {
-            // Reasons depend on the plugin and its detail only, except TaintToleration's
-            // (which names the node's taint): format each distinct one once.
+            // Reasons depend on the plugin and its detail only: format each distinct
+            // one once.
             let mut seen: ahash::AHashMap<(Plugin, u64), usize> = ahash::AHashMap::new();
             let mut last: Option<((Plugin, u64), usize)> = None;
             failed.reserve(out.failures.len());
             for (slot, r) in &out.failures {
-                let mut format = || {
-                    reason_sets.push(self.reasons(st, *slot, r));
+                let format = || {
+                    reason_sets.push(self.reasons(st, r));
                     reason_sets.len() - 1
                 };
                 let key = (r.plugin, r.detail);
-                let reasons = if r.plugin == Plugin::TaintToleration {
-                    format()
-                } else if let Some((_, i)) = last.filter(|(k, _)| *k == key) {
+                let reasons = if let Some((_, i)) = last.filter(|(k, _)| *k == key) {
                     i // neighbouring nodes mostly fail alike: no hash lookup
                 } else {
                     let i = *seen.entry(key).or_insert_with(format);
@@ -183,7 +189,8 @@ impl Snapshot {
                     slot: *slot,
                     name: self.names[*slot as usize].clone(),
                     unresolvable: r.unresolvable,
-                    plugin: r.plugin.name(),
+                    plugin: r.status_plugin(),
+                    rejector: r.plugin.name(),
                     reasons,
                 });
             }
@@ -195,6 +202,11 @@ impl Snapshot {
             .map(|(_, m)| m.clone());
         ScheduleResult {
             pre_filter_msg,
+            pre_filter_plugins: if out.narrowed {
+                vec![Plugin::NodeAffinity.name()]
+            } else {
+                Vec::new()
+            },
             node: out.chosen.map(|s| self.names[s as usize].to_string()),
             evaluated_nodes: out.evaluated_nodes,
             feasible_nodes: out.feasible_nodes,
@@ -437,7 +449,7 @@ impl Snapshot {
                 None => d.set_item("status", py.None())?,
                 Some(r) => {
                     let s = PyDict::new(py);
-                    s.set_item("plugin", r.plugin.name())?;
+                    s.set_item("plugin", r.status_plugin())?;
                     s.set_item(
                         "code",
                         if r.unresolvable {
@@ -446,7 +458,7 @@ impl Snapshot {
                             "Unschedulable"
                         },
                     )?;
-                    s.set_item("reasons", self.reasons(&st, row.slot, r))?;
+                    s.set_item("reasons", self.reasons(&st, r))?;
                     d.set_item("status", s)?;
                 }
             }
@@ -521,13 +533,13 @@ impl Snapshot {
         if st.allowed.as_ref().is_some_and(|a| !a.contains(&slot)) {
             return Ok(Some((
                 true,
-                "NodeAffinity",
+                "",
                 vec!["node(s) didn't satisfy plugin(s) [NodeAffinity]".to_string()],
             )));
         }
         Ok(self
             .filter_node(profile, &st, slot)
-            .map(|r| (r.unresolvable, r.plugin.name(), self.reasons(&st, slot, &r))))
+            .map(|r| (r.unresolvable, r.plugin.name(), self.reasons(&st, &r))))
     }
 
     /// DefaultPreemption's dry run (see `preemption`): the candidates among `potential`

@@ -90,6 +90,30 @@ def test_higher_priority_first_then_earlier_enqueue(queue: SchedulingQueue, cloc
     assert queue.try_pop() is None
 
 
+def test_pop_specific_takes_one_pod_out_of_order(queue: SchedulingQueue, clock: FakeClock):
+    """Upstream PopSpecificPod: any queued pod, whatever its place; the others keep theirs."""
+    fail(queue, "rejected", "NodeResourcesFit")
+    queue.add(parsed_pod("high", priority=100))
+    queue.add(parsed_pod("low", priority=0))
+    low = queue.pop_specific(parsed_pod("low").uid)
+    assert low is not None and low.pod.name == "low" and low.attempts == 1
+    assert queue.is_in_flight(low.uid)
+    # From unschedulablePods: activated first, as ForceActivate would.
+    again = queue.pop_specific(parsed_pod("rejected").uid)
+    assert again is not None and again.attempts == 2
+    assert queue.pop_specific(low.uid) is None  # already in flight
+    assert queue.pop_specific("no-such-uid") is None
+    assert [queue.try_pop().pod.name] == ["high"]  # type: ignore[union-attr]
+    assert queue.try_pop() is None
+
+
+def test_pop_specific_leaves_a_gated_pod_gated(queue: SchedulingQueue):
+    gated = parsed_pod("g", extra_spec={"schedulingGates": [{"name": "example.com/wait"}]})
+    queue.add(gated)
+    assert queue.pop_specific(gated.uid) is None
+    assert queue.counts()["gated"] == 1
+
+
 # ---- backoff -----------------------------------------------------------------------------
 
 

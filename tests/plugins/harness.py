@@ -362,6 +362,8 @@ def compile_pod(p: Obj) -> CompiledPod:
         affinity=parsed.affinity,
         host_ports=list(parsed.host_ports),
         images=list(parsed.images),
+        image_volumes=list(parsed.image_volumes),
+        fit_score_requests=parsed.fit_score_requests,
         topology_spread_constraints=list(parsed.topology_spread_constraints),
         default_spread_selector=p["default_spread_selector"],
         deleting=parsed.deletion_timestamp is not None,

@@ -8,7 +8,12 @@ by its spread, the fraction of *all* nodes in the snapshot that list that image 
 (float product truncated to an integer). The sum is clamped to [23MB, 1000MB x number of
 containers] and mapped to 0-100 with integer division. A pod image without a tag gets
 ":latest" before the lookup; node image names are used as listed. There is no
-NormalizeScore: the normalized score is the raw one.
+NormalizeScore: the normalized score is the raw one. Image volumes
+(``spec.volumes[].image``) count like containers' images but not in the threshold.
+
+The size of an image name is the cluster-wide one of upstream's cache (its image-state
+summary): the size reported by the first node that listed the name, kept while any node
+lists it, whatever the other nodes report.
 """
 
 from __future__ import annotations
@@ -17,7 +22,19 @@ from collections.abc import Sequence
 
 import pytest
 
-from tests.plugins.harness import Obj, cluster, container, explain, node, normalized, pod, raw
+from ksched._core import Profile
+from tests.plugins.harness import (
+    Obj,
+    cluster,
+    compile_pod,
+    container,
+    explain,
+    node,
+    normalized,
+    pod,
+    raw,
+    snapshot,
+)
 
 PLUGIN = "ImageLocality"
 MB = 1024 * 1024
@@ -52,12 +69,17 @@ NODE_20_30_40: Images = [
 NO_IMAGES: Images = []
 
 
-def image_pod(*images: str, init: Sequence[str] = ()) -> Obj:
-    return pod(
+def image_pod(*images: str, init: Sequence[str] = (), volumes: Sequence[str] = ()) -> Obj:
+    p = pod(
         "p",
         containers=[container(image=img, name=f"c{i}") for i, img in enumerate(images)],
         init_containers=[container(image=img, name=f"i{i}") for i, img in enumerate(init)],
     )
+    if volumes:
+        p["spec"]["volumes"] = [
+            {"name": f"v{i}", "image": {"reference": ref}} for i, ref in enumerate(volumes)
+        ]
+    return p
 
 
 def locality_scores(
@@ -122,6 +144,14 @@ def locality_scores(
             {"node1": 1, "node2": 0},
             id="multiple-small-images",
         ),
+        # Image volumes count, but not as containers:
+        # node1: 100 * (300MB / 2 - 23MB) / (1000MB - 23MB) = 12.
+        pytest.param(
+            image_pod("gcr.io/30", volumes=["gcr.io/300"]),
+            [("node1", NODE_300_600_900), ("node2", NODE_4000_30)],
+            {"node1": 12, "node2": 0},
+            id="pod-with-ImageVolume",
+        ),
         # Init containers count: node1: 100 * (300MB / 2 - 23MB) / (2000MB - 23MB) = 6.
         pytest.param(
             image_pod("gcr.io/30", init=["gcr.io/300"]),
@@ -181,3 +211,43 @@ def test_same_image_in_two_containers_counts_twice() -> None:
     """100 * (2 x 600MB - 23MB) / (2 x 1000MB - 23MB) = 59."""
     nodes = [("n", [(["app:1"], 600 * MB)])]
     assert locality_scores(nodes, image_pod("app:1", "app:1")) == {"n": 59}
+
+
+def test_one_size_per_image_name_the_first_nodes() -> None:
+    """node1 lists app:1 at 900MB first, node2 at 100MB: both score with 900MB
+    (100 * (900MB - 23MB) / (1000MB - 23MB) = 89), not node2 with its own 100MB (7)."""
+    nodes = [("node1", [(["app:1"], 900 * MB)]), ("node2", [(["app:1"], 100 * MB)])]
+    assert locality_scores(nodes, image_pod("app:1")) == {"node1": 89, "node2": 89}
+    # Listed in the other order, the first node's 100MB is everyone's.
+    assert locality_scores(list(reversed(nodes)), image_pod("app:1")) == {
+        "node2": 7,
+        "node1": 7,
+    }
+
+
+def test_the_size_outlives_the_node_that_reported_it() -> None:
+    """The name keeps its first size while any node lists it; once no node does, the
+    next node to list it sets it again (upstream add/removeNodeImageStates)."""
+    c = cluster(
+        [
+            node("node1", images=[(["app:1"], 900 * MB)]),
+            node("node2", images=[(["app:1"], 100 * MB)]),
+            node("node3"),
+        ]
+    )
+    snap = snapshot(c)
+    profile = Profile([], [(PLUGIN, 1)])
+    incoming = compile_pod(image_pod("app:1"))
+
+    def scores() -> dict[str, int]:
+        rows = snap.explain(incoming, profile)
+        return {r["node"]: r["scores"][PLUGIN]["raw"] for r in rows}
+
+    # 900MB on 2 of 3 nodes: 100 * (600MB - 23MB) / 977MB = 59.
+    assert scores() == {"node1": 59, "node2": 59, "node3": 0}
+    snap.remove_node("node1")
+    # Still 900MB, now on 1 of 2 nodes: 100 * (450MB - 23MB) / 977MB = 43.
+    assert scores() == {"node2": 43, "node3": 0}
+    # node2 updated to list 300MB: it was the last holder, so the name starts anew.
+    snap.upsert_node("node2", {"cpu": 1000}, {}, [], False, [(["app:1"], 300 * MB)])
+    assert scores() == {"node2": 12, "node3": 0}

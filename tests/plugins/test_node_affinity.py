@@ -6,7 +6,9 @@ node directly; here a whole scheduling cycle runs, so where the pod's matchField
 metadata.name narrow the candidates in PreFilter (PreFilterResult), the nodes left out
 are not filtered at all and carry the cycle's diagnosis instead, as kube-scheduler's
 schedule_one.go reports them: "node(s) didn't satisfy plugin(s) [NodeAffinity]". That
-is the message every DaemonSet pod that cannot fit shows for the other nodes.
+is the message every DaemonSet pod that cannot fit shows for the other nodes. Like
+upstream's absent-nodes status, theirs names no plugin (NodeAffinity still counts among
+the unschedulable plugins that can requeue the pod).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from collections.abc import Sequence
 import pytest
 
 from ksched._core import Profile
+from ksched.api.pod import Pod
+from ksched.backend.compile import compile_pod as backend_compile
 from tests.plugins.harness import (
     Obj,
     cluster,
@@ -29,6 +33,7 @@ from tests.plugins.harness import (
     pod,
     snapshot,
     statuses,
+    to_api,
 )
 
 PLUGIN = "NodeAffinity"
@@ -367,17 +372,24 @@ def test_filter(
 ) -> None:
     got = explain(cluster([node(node_name, labels)]), pod("p", **spec), [PLUGIN], [], args)  # type: ignore[arg-type]
     assert statuses(got) == {node_name: want}
-    if want is not None and want != NOT_IN_PREFILTER_RESULT:
-        assert got[node_name]["status"]["plugin"] == PLUGIN
+    if want is not None:
+        want_plugin = "" if want == NOT_IN_PREFILTER_RESULT else PLUGIN
+        assert got[node_name]["status"]["plugin"] == want_plugin
 
 
 def test_matchFields_narrow_the_candidates_like_a_daemonset_pod() -> None:
     c = cluster([node("node-a"), node("node-b", {"disk": "hdd"}), node("node-c")])
     daemon = pod("ds", affinity=required(fields(expr(NAME, "In", "node-b"))))
-    assert statuses(explain(c, daemon, [PLUGIN])) == {
+    got = explain(c, daemon, [PLUGIN])
+    assert statuses(got) == {
         "node-a": NOT_IN_PREFILTER_RESULT,
         "node-b": None,
         "node-c": NOT_IN_PREFILTER_RESULT,
+    }
+    # The left-out nodes' status names no plugin (upstream's absent-nodes status).
+    assert {n: e["status"]["plugin"] for n, e in got.items() if e["status"]} == {
+        "node-a": "",
+        "node-c": "",
     }
     # When the named node fails too, the FailedScheduling reasons add up as upstream's.
     picky = pod(
@@ -391,6 +403,19 @@ def test_matchFields_narrow_the_candidates_like_a_daemonset_pod() -> None:
         "node(s) didn't match Pod's node affinity/selector": 1,
         "node(s) didn't satisfy plugin(s) [NodeAffinity]": 2,
     }
+    assert {n: plugin for n, _, plugin, _ in result.statuses} == {
+        "node-a": "",
+        "node-b": PLUGIN,
+        "node-c": "",
+    }
+    assert result.unschedulable_plugins() == [PLUGIN]
+    # Only node-a left out and node-b feasible: the left-out node names no plugin either.
+    only = pod("ds", affinity=required(fields(expr(NAME, "In", "node-b"))))
+    assert snapshot(c).filter_node(compile_pod(only), Profile([PLUGIN], [], {}), "node-a") == (
+        True,
+        "",
+        ["node(s) didn't satisfy plugin(s) [NodeAffinity]"],
+    )
 
 
 def test_conflicting_matchFields_reject_every_node() -> None:
@@ -489,3 +514,60 @@ def test_raw_score_is_the_sum_of_matching_weights() -> None:
         "node2": {"raw": 4, "normalized": 36},
     }
     assert {n: e["total"] for n, e in got.items()} == {"node1": 36, "node5": 200, "node2": 72}
+
+
+def test_a_nominated_node_left_out_by_the_prefilter_result_keeps_its_own_verdict() -> None:
+    """Upstream evaluates the pod's nominated node first, whatever the PreFilter result,
+    and the diagnosis keeps that node's rejection; its plugin also joins the plugins the
+    left-out nodes' message names (evaluateNominatedNode shares findNodesThatFitPod's
+    unschedulable-plugins set)."""
+    c = cluster(
+        [
+            node("node-a", taints=[("dedicated", "x", "NoSchedule")]),
+            node("node-b", {"disk": "hdd"}),
+            node("node-c"),
+        ]
+    )
+    p = pod(
+        "ds",
+        node_selector={"disk": "ssd"},
+        affinity=required(fields(expr(NAME, "In", "node-b"))),
+    )
+    api = to_api(p)
+    api["status"]["nominatedNodeName"] = "node-a"
+    nominated = backend_compile(Pod.from_dict(api))
+    profile = Profile(["TaintToleration", PLUGIN], [], {})
+    result = snapshot(c).schedule(nominated, profile)
+    assert result.node is None
+    assert {n: (plugin, reasons) for n, _, plugin, reasons in result.statuses} == {
+        "node-a": ("TaintToleration", ["node(s) had untolerated taint(s)"]),
+        "node-b": (PLUGIN, ["node(s) didn't match Pod's node affinity/selector"]),
+        "node-c": ("", ["node(s) didn't satisfy plugin(s) [NodeAffinity TaintToleration]"]),
+    }
+    assert sorted(result.unschedulable_plugins()) == [PLUGIN, "TaintToleration"]
+    # explain reports the same per-node view.
+    rows = {r["node"]: r["status"] for r in snapshot(c).explain(nominated, profile)}
+    assert rows["node-a"]["plugin"] == "TaintToleration"
+    assert rows["node-c"]["reasons"] == [
+        "node(s) didn't satisfy plugin(s) [NodeAffinity TaintToleration]"
+    ]
+
+
+def test_a_prefilter_result_counts_among_the_unschedulable_plugins_even_leaving_no_node_out() -> (
+    None
+):
+    """Upstream's RunPreFilterPlugins returns NodeAffinity among the plugins with nodes as
+    soon as its result names nodes; the FitError's unschedulable plugins keep it (the
+    queue's hints then consider NodeAffinity's events too), here with every node named
+    and the only node rejected by its taint."""
+    c = cluster([node("node-a", taints=[("dedicated", "x", "NoSchedule")])])
+    profile = Profile(["TaintToleration", PLUGIN], [], {})
+    p = pod("ds", affinity=required(fields(expr(NAME, "In", "node-a"))))
+    result = snapshot(c).schedule(compile_pod(p), profile)
+    assert result.node is None
+    assert [plugin for _, _, plugin, _ in result.statuses] == ["TaintToleration"]
+    assert result.pre_filter_plugins == [PLUGIN]
+    assert sorted(result.unschedulable_plugins()) == [PLUGIN, "TaintToleration"]
+    plain = snapshot(c).schedule(compile_pod(pod("p")), profile)
+    assert plain.pre_filter_plugins == []
+    assert plain.unschedulable_plugins() == ["TaintToleration"]

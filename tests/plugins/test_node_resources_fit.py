@@ -22,6 +22,8 @@ MostAllocated divide with integers; RequestedToCapacityRatio scales the shape's 
 by 10, interpolates with Go's truncating integer division, leaves resources that score 0
 out of the average altogether and rounds the average half away from zero.
 NodeResourcesFit has no NormalizeScore, so the normalized score is the raw one.
+Pod-level requests (``spec.resources``) count in Filter but not in Score: v1.36.5's
+NewFit builds its scorer without pod-level resources (BalancedAllocation's has them).
 
 Upstream's DRA-backed extended resource cases and its config validation cases (weights
 out of range) are not ported: the snapshot has no DeviceClasses and validation belongs to
@@ -1102,3 +1104,49 @@ def test_hugepages_not_requested_are_bypassed() -> None:
     incoming = st_pod({"cpu": "2000m", "memory": "500"})
     res = resources(("cpu", 1), ("memory", 1), (HUGEPAGES, 1))
     assert scores(nodes, [], incoming, most(res)) == {"n": 50}
+
+
+@pytest.mark.parametrize(
+    ("containers", "pod_level", "want_fit", "want_balanced"),
+    [
+        # Node 4 cpu / 4000. Containers 1 cpu / 1000: Fit scores 75 on both resources;
+        # BalancedAllocation sees the pod-level 3 cpu / 1000: fractions .75 and .25,
+        # balance 75 against 100 without the pod, 50 + (50 + 75 - 100) / 2 = 62 (it
+        # would be 75, no change, with the containers' requests).
+        pytest.param(
+            [{"cpu": "1", "memory": "1000"}],
+            {"cpu": "3", "memory": "1000"},
+            {"n": 75},
+            {"n": 62},
+            id="fit-scores-container-requests-balanced-pod-level",
+        ),
+        # A container without requests counts 100m / 200Mi in Fit's score: cpu
+        # 3900*100/4000 = 97, memory 800Mi*100/1000Mi = 80, (97 + 80) / 2 = 88.
+        pytest.param(
+            [{}],
+            {"cpu": "2", "memory": "500Mi"},
+            {"n": 88},
+            None,
+            id="fit-scores-non-zero-defaults-not-pod-level",
+        ),
+    ],
+)
+def test_fit_score_ignores_pod_level_requests(
+    containers: list[Mapping[str, str]],
+    pod_level: Mapping[str, str],
+    want_fit: dict[str, int],
+    want_balanced: dict[str, int] | None,
+) -> None:
+    memory = 4000 if want_balanced is not None else 1000 * MI
+    c = cluster([node("n", allocatable={"cpu": 4000, "memory": memory, "pods": 10})])
+    incoming = pod(
+        "p",
+        containers=[container(dict(r) or None, name=f"c{i}") for i, r in enumerate(containers)],
+        pod_requests=pod_level,
+    )
+    balanced = "NodeResourcesBalancedAllocation"
+    result = explain(c, incoming, [PLUGIN], [(PLUGIN, 1), (balanced, 1)])
+    assert statuses(result) == {"n": None}  # Filter: the pod-level requests fit
+    assert normalized(result, PLUGIN) == want_fit
+    if want_balanced is not None:
+        assert normalized(result, balanced) == want_balanced

@@ -2,7 +2,8 @@
 
 Ported from pkg/scheduler/framework/plugins/tainttoleration/taint_toleration_test.go
 (TestTaintTolerationFilter, TestTaintTolerationScore). Filter rejects a node with a
-NoSchedule or NoExecute taint no toleration tolerates, naming the first such taint;
+NoSchedule or NoExecute taint no toleration tolerates with v1.36's reason, which names
+no taint ("node(s) had untolerated taint(s)");
 Score counts the PreferNoSchedule taints not tolerated by a toleration whose effect is
 empty or PreferNoSchedule, reverse-normalized (fewest intolerable taints scores 100).
 """
@@ -11,13 +12,17 @@ from __future__ import annotations
 
 import pytest
 
+from ksched._core import Profile
+from ksched.framework.diagnosis import fit_error_message
 from tests.plugins.harness import (
     Obj,
     cluster,
+    compile_pod,
     explain,
     node,
     normalized,
     pod,
+    snapshot,
     statuses,
     toleration,
 )
@@ -27,7 +32,9 @@ UNRES = "UnschedulableAndUnresolvable"
 
 
 def untolerated(key: str, value: str) -> tuple[str, str]:
-    return (UNRES, f"node(s) had untolerated taint {{{key}: {value}}}")
+    """The status of a node whose taint ``key=value`` is not tolerated: v1.36.5's
+    reason names no taint (the arguments only document the case)."""
+    return (UNRES, "node(s) had untolerated taint(s)")
 
 
 def tol(key: str, value: str = "", effect: str = "", operator: str = "Equal") -> Obj:
@@ -112,7 +119,7 @@ def tol(key: str, value: str = "", effect: str = "", operator: str = "Equal") ->
             [tol("a", "1", "NoSchedule")],
             [("a", "1", "NoSchedule"), ("b", "2", "NoSchedule"), ("c", "3", "NoExecute")],
             untolerated("b", "2"),
-            id="derived-the-first-untolerated-taint-is-reported",
+            id="derived-several-untolerated-taints-one-reason",
         ),
         pytest.param(
             [tol("a", "1", "NoExecute")],
@@ -225,3 +232,19 @@ def test_raw_score_counts_intolerable_prefer_no_schedule_taints() -> None:
         "b": {"raw": 0, "normalized": 100},
     }
     assert {n: e["total"] for n, e in got.items()} == {"a": 0, "b": 300}
+
+
+def test_nodes_with_different_taints_make_one_histogram_entry() -> None:
+    """v1.36.5 names no taint in the reason: three nodes with three different
+    untolerated taints are one entry of the FailedScheduling message."""
+    c = cluster(
+        [
+            node("a", taints=[("dedicated", "gpu", "NoSchedule")]),
+            node("b", taints=[("dedicated", "db", "NoSchedule")]),
+            node("c", taints=[("evict", "now", "NoExecute")]),
+        ]
+    )
+    result = snapshot(c).schedule(compile_pod(pod("p")), Profile([PLUGIN], []))
+    assert result.node is None
+    message = fit_error_message(result.num_all_nodes, result.reason_counts())
+    assert message == "0/3 nodes are available: 3 node(s) had untolerated taint(s)."

@@ -125,6 +125,11 @@ class Pod:
     non_zero_cpu: int
     #: Memory request in bytes with 200Mi assumed for containers that request none.
     non_zero_memory: int
+    #: What NodeResourcesFit's Score counts when that differs from ``non_zero_cpu``,
+    #: ``non_zero_memory`` and ``requests``: for a pod with pod-level requests, the
+    #: containers' requests (100m/200Mi for a container missing cpu/memory) plus overhead,
+    #: pod-level requests ignored as upstream's Fit scorer does. None otherwise.
+    fit_score_requests: dict[str, int] | None
     tolerations: list[Toleration]
     node_selector: dict[str, str]
     affinity: dict[str, Any] | None
@@ -134,6 +139,9 @@ class Pod:
     scheduling_gates: list[str]
     #: Images of the init containers, then of the app containers.
     images: list[str]
+    #: ``spec.volumes[].image.reference`` of the image volumes (ImageLocality counts
+    #: them, but not in its per-container threshold).
+    image_volumes: list[str]
     raw: dict[str, Any]
 
     @property
@@ -339,6 +347,19 @@ def _parse_object_list(value: object, path: str) -> list[dict[str, Any]]:
         if type(item) is not dict:
             raise expected(f"{path}[{i}]", "an object", item)
     return value
+
+
+def _parse_image_volumes(value: object, path: str) -> list[str]:
+    """The references of the pod's image volumes, in ``spec.volumes`` order."""
+    refs: list[str] = []
+    for i, v in enumerate(_parse_object_list(value, path)):
+        image = v.get("image")
+        if image is None:
+            continue
+        if type(image) is not dict:
+            raise expected(f"{path}[{i}].image", "an object", image)
+        refs.append(opt_str(image.get("reference"), f"{path}[{i}].image.reference"))
+    return refs
 
 
 def _parse_gates(value: object, path: str) -> list[str]:
@@ -623,6 +644,15 @@ def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:
         )
         non_zero_cpu = non_zero.get(CPU, 0)
         non_zero_mem = non_zero.get(MEMORY, 0)
+    fit_score: dict[str, int] | None = None
+    if pod_level is not None:
+        # Upstream NewFit's resourceAllocationScorer is built without
+        # enablePodLevelResources (calculatePodResourceRequest then skips pod-level
+        # requests) nor in-place resize status: NodeResourcesFit scores the containers'
+        # requests while its Filter uses the pod-level ones. Mirrored as upstream does it.
+        fit_score = _to_scheduler_units(
+            _pod_requests(app, init, None, None, overhead, _NON_MISSING_DEFAULTS)
+        )
 
     affinity = spec.get("affinity")
     if affinity is not None and type(affinity) is not dict:
@@ -635,6 +665,7 @@ def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:
         raise expected("metadata.deletionTimestamp", "a string", deletion)
     spread = spec.get("topologySpreadConstraints")
     gates = spec.get("schedulingGates")
+    volumes = spec.get("volumes")
 
     return cls(
         _str_field(meta, "uid", "metadata.uid"),
@@ -654,6 +685,7 @@ def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:
         _to_scheduler_units(reqs),
         nanos_to_milli_value(non_zero_cpu),
         nanos_to_value(non_zero_mem),
+        fit_score,
         _parse_tolerations(spec.get("tolerations"), "spec.tolerations"),
         str_map(spec.get("nodeSelector"), "spec.nodeSelector"),
         affinity,
@@ -661,5 +693,6 @@ def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:
         _parse_object_list(spread, "spec.topologySpreadConstraints") if spread else [],
         _parse_gates(gates, "spec.schedulingGates") if gates else [],
         images,
+        _parse_image_volumes(volumes, "spec.volumes") if volumes else [],
         obj,
     )

@@ -31,8 +31,10 @@ def compile_pod(pod: Pod, default_spread_selector: dict[str, Any] | None = None)
         affinity=pod.affinity,
         host_ports=pod.host_ports,
         images=pod.images,
+        image_volumes=pod.image_volumes,
         topology_spread_constraints=pod.topology_spread_constraints,
         deleting=pod.deletion_timestamp is not None,
         default_spread_selector=default_spread_selector,
         start_time=start_time_of(pod),
+        fit_score_requests=pod.fit_score_requests,
     )

@@ -3,8 +3,10 @@
 When no node fits, kube-scheduler reports every node's rejection reasons as a sorted
 histogram: ``0/5000 nodes are available: 3 Insufficient cpu, 2 node(s) were
 unschedulable.`` The strings are sorted as strings (so "10 X" sorts before "2 Y"), as
-upstream's ``sort.Strings`` does, and a PostFilter message (preemption) follows as its own
-sentence.
+upstream's ``sort.Strings`` does, and a PostFilter message (preemption) follows after one
+space, unchanged (upstream adds no period of its own: ``preemption: 0/3 nodes are
+available: 3 Preemption is not helpful for scheduling.`` ends with the one period of the
+inner message).
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ def fit_error_message(
         if histogram:
             msg += " " + ", ".join(histogram) + "."
     if post_filter_msg:
-        msg += f" {post_filter_msg}."
+        # Appended as it is: PostFilter messages bring their own final period
+        # (DefaultPreemption's is itself a FitError message).
+        msg += f" {post_filter_msg}"
     return msg
 
 

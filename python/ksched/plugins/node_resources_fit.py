@@ -4,6 +4,10 @@ Kernels in ``rust/plugins/node_resources_fit.rs``; args (``NodeResourcesFitArgs`
 scoringStrategy LeastAllocated cpu:1 memory:1 by default, ignoredResources,
 ignoredResourceGroups) are defaulted and validated by :mod:`ksched.config`. Default
 weight 1. This module holds the events that can make a rejected pod fit.
+
+Filter counts a pod's pod-level requests (``spec.resources``); Score does not: v1.36.5's
+``NewFit`` builds its scorer without pod-level resources, so it scores the containers'
+requests (``Pod.fit_score_requests``). ksched mirrors this upstream quirk.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """TaintToleration: untolerated NoSchedule/NoExecute taints reject a node; untolerated
 PreferNoSchedule taints lower its score (reverse-normalized). Default weight 3.
 
+The rejection reason names no taint (v1.36's ``Filter``): every node rejected for its
+taints adds to one histogram entry of the FailedScheduling message.
+
 Kernels in ``rust/plugins/taint_toleration.rs``.
 """
 
@@ -22,9 +25,8 @@ NAME = "TaintToleration"
 DEFAULT_WEIGHT = 3
 
 
-def untolerated_taint_reason(key: str, value: str) -> str:
-    """The failure reason naming the first untolerated taint."""
-    return f"node(s) had untolerated taint {{{key}: {value}}}"
+#: Filter's reason for a node with an untolerated NoSchedule/NoExecute taint (v1.36.5).
+ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
 
 def _untolerated(pod: Pod, node: Node) -> bool:

@@ -85,8 +85,15 @@ __all__ = [
     "ensure_binaries",
 ]
 
-#: The binaries hack/build-control-plane.sh produces.
-BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager")
+#: The binaries hack/build-control-plane.sh produces (ksched-conformance: the
+#: differential conformance harness of tests/conformance).
+BINARIES = (
+    "etcd",
+    "kube-apiserver",
+    "kube-scheduler",
+    "kube-controller-manager",
+    "ksched-conformance",
+)
 
 #: Service CIDR handed to the apiserver; its first address is the ``kubernetes`` Service.
 SERVICE_CIDR = "10.0.0.0/24"

@@ -79,7 +79,7 @@ async def test_unschedulable_pod_is_reported_then_scheduled_when_a_node_arrives(
         # cordoned node and the too-small ones are UnschedulableAndUnresolvable.
         want = (
             "0/4 nodes are available: 1 node(s) were unschedulable, 3 Insufficient cpu. "
-            "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.."
+            "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
         )
         assert failed["note"] == want
         await wait_for(
@@ -88,7 +88,8 @@ async def test_unschedulable_pod_is_reported_then_scheduled_when_a_node_arrives(
                 for cond in (c.get("pods", "default/big") or {})["status"].get("conditions", [])
             )
         )
-        cond = c.get("pods", "default/big")["status"]["conditions"][0]  # type: ignore[index]
+        cond = dict(c.get("pods", "default/big")["status"]["conditions"][0])  # type: ignore[index]
+        assert cond.pop("lastTransitionTime")  # set, as upstream's UpdatePodCondition sets it
         assert cond == {
             "type": "PodScheduled",
             "status": "False",

@@ -49,6 +49,10 @@ Discrepancies found and fixed (kept as regression tables at the end of this file
 * nominations were keyed by node slot, not node name: a nomination made before its node
   existed was lost, and one to a removed node moved to whichever node next took the
   freed slot;
+* not a drift, a rule: ImageLocality's size of an image name is the one the first node
+  listing it reported, while any node lists it (upstream's cache image states), so it is
+  history too; the model keeps those sizes and ``B`` is seeded with them by a node of its
+  own, removed once the real nodes are in;
 * not a drift but found on the way: a pod with more than 32 distinct count predicates
   (spread selectors and affinity terms) evicted its own count-cache entries during
   PreFilter and then read other predicates' counts (checked against ``reference.py``).
@@ -631,6 +635,20 @@ class Model:
     nominations: dict[str, tuple[CompiledPod, str]] = dataclasses.field(default_factory=dict)
     #: Random probe pods read mid-sequence (their predicates may sit in A's caches).
     probes: list[CompiledPod] = dataclasses.field(default_factory=list)
+    #: upstream's cache imageStates: image name → [size, nodes listing it]; the size is
+    #: the one of the first node that listed the name, kept while any node lists it.
+    images: dict[str, tuple[int, set[str]]] = dataclasses.field(default_factory=dict)
+
+    def _images_remove(self, node: str) -> None:
+        for name, (_, holders) in list(self.images.items()):
+            holders.discard(node)
+            if not holders:
+                del self.images[name]
+
+    def _images_add(self, n: Obj) -> None:
+        for names, size in n["images"]:
+            for name in names:
+                self.images.setdefault(name, (size, set()))[1].add(n["name"])
 
     def _tree_remove(self, name: str) -> None:
         for i, (_, names) in enumerate(self.zones):
@@ -643,6 +661,8 @@ class Model:
     def upsert_node(self, n: Obj) -> None:
         old = self.nodes.get(n["name"])
         self.nodes[n["name"]] = n
+        self._images_remove(n["name"])
+        self._images_add(n)
         zone = zone_key(n["labels"])
         if old is not None and zone_key(old["labels"]) == zone:
             return  # nodeTree.updateNode: same zone, same place
@@ -656,6 +676,7 @@ class Model:
     def remove_node(self, name: str) -> bool:
         if self.nodes.pop(name, None) is None:
             return False
+        self._images_remove(name)
         self._tree_remove(name)
         return True
 
@@ -741,15 +762,27 @@ def _probe(m: Model, probe: str | Obj) -> CompiledPod:
     return cp
 
 
+#: A node that only seeds image sizes in :func:`from_scratch`, in a zone of its own (the
+#: zone is forgotten with it, so the other zones keep their order).
+SIZES_NODE = "image-sizes"
+
+
 def from_scratch(m: Model, seed: int) -> Snapshot:
     b = Snapshot(seed)
     for name, labels in m.namespaces.items():
         b.upsert_namespace(name, labels)
+    # Image sizes are history (the first node that listed a name, maybe gone since): a
+    # node listing every name at its size comes first and goes once the real ones exist.
+    if m.images:
+        sizes = [([name], size) for name, (size, _) in m.images.items()]
+        b.upsert_node(SIZES_NODE, {"cpu": 1000}, {ZONE: SIZES_NODE}, [], False, sizes)
     for name in m.insertion_order():
         n = m.nodes[name]
         b.upsert_node(
             name, n["allocatable"], n["labels"], n["taints"], n["unschedulable"], n["images"]
         )
+    if m.images:
+        b.remove_node(SIZES_NODE)
     for cp, where, assumed in m.pods.values():
         (b.assume if assumed else b.add_pod)(cp, where)
     for cp, where in m.nominations.values():

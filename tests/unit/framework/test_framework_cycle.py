@@ -126,7 +126,9 @@ async def test_permit_rejection_unreserves_in_reverse_forgets_and_reports():
         assert info.unschedulable_plugins == {"Gate"}
         want = "0/1 nodes are available: 1 not now."
         assert failed_notes(c) == [want]
-        assert condition(c, "p") == {
+        cond = dict(condition(c, "p") or {})
+        assert cond.pop("lastTransitionTime")  # set, as upstream's
+        assert cond == {
             "type": "PodScheduled",
             "status": "False",
             "reason": "Unschedulable",
@@ -273,7 +275,7 @@ async def test_python_filter_rejecting_every_node_reports_its_reason():
         await wait_for(lambda: condition(c, "p") is not None)
         assert failed_notes(c) == [
             "0/2 nodes are available: 2 node(s) were not the chosen one. preemption: 0/2 nodes "
-            "are available: 2 No preemption victims found for incoming pod.."
+            "are available: 2 No preemption victims found for incoming pod."
         ]
         info = next(iter(sched.queue._unschedulable.values()))
         assert info.unschedulable_plugins == {"OnlyNode"}
@@ -290,7 +292,7 @@ async def test_the_diagnosis_keeps_rust_rejections_when_python_filters_reject_th
         assert failed_notes(c) == [
             "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) were not the chosen one. "
             "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
-            "2 No preemption victims found for incoming pod.."
+            "2 No preemption victims found for incoming pod."
         ]
 
 
@@ -316,8 +318,62 @@ async def test_nodes_outside_a_python_pre_filter_result_are_unresolvable_when_no
         assert failed_notes(c) == [
             "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) "
             "[OnlyNames]. preemption: 0/3 nodes are available: 3 Preemption is not helpful "
-            "for scheduling.."
+            "for scheduling."
         ]
+
+
+async def test_failure_condition_carries_the_generation_and_keeps_its_transition_time():
+    """Upstream's condition: observedGeneration is the pod's generation; a new message
+    with the same status keeps lastTransitionTime (UpdatePodCondition)."""
+    c = cluster_with("small")
+    pod = make_pod("p", cpu="8")
+    pod["metadata"]["generation"] = 3
+    c.create("pods", pod)
+    async with Running(c) as sched:
+        await wait_for(lambda: condition(c, "p") is not None)
+        first = dict(condition(c, "p") or {})
+        assert first["observedGeneration"] == 3
+        assert first["lastTransitionTime"].endswith("Z")
+        old = "1999-01-01T00:00:00Z"
+        stored = c.get("pods", "default/p") or {}
+        status = {**stored["status"], "conditions": [{**first, "lastTransitionTime": old}]}
+        c.update("pods", {**stored, "status": status})
+        c.create("nodes", make_node("second-small", cpu="1"))  # another message
+        await wait_for(lambda: "0/2 nodes" in (condition(c, "p") or {}).get("message", ""))
+        assert (condition(c, "p") or {})["lastTransitionTime"] == old
+        assert sched.stats.unschedulable >= 2
+
+
+@pytest.mark.parametrize(
+    "post_filter",
+    [
+        # No PostFilter plugin: upstream hands the failure handler clearNominatedNode.
+        pytest.param(False, id="no-post-filter-clears-the-nomination"),
+        # DefaultPreemption finds no candidate: its result clears it too.
+        pytest.param(True, id="preemption-without-candidates-clears-it"),
+    ],
+)
+async def test_a_failed_cycle_clears_the_pods_nomination(post_filter: bool):
+    c = cluster_with("small")
+    p = make_pod("p", cpu="8")
+    p["status"]["nominatedNodeName"] = "small"
+    c.create("pods", p)
+    profile = default_profile()
+    profile.plugins = tuple(default_plugins(post_filter=None if post_filter else []))
+    sched = Scheduler(c, {PROFILE: profile}, seed=1)
+    await sched.start()
+    task = asyncio.get_running_loop().create_task(sched.run())
+    try:
+        await wait_for(lambda: condition(c, "p") is not None)
+        # The status patch clears it (null); the nominator forgets it at once.
+        await wait_for(
+            lambda: not (c.get("pods", "default/p") or {})["status"].get("nominatedNodeName")
+        )
+        assert sched.queue.nominator.pods_for_node("small") == []
+    finally:
+        await sched.shutdown()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_failure_condition_is_not_patched_twice_for_the_same_message():

@@ -723,6 +723,18 @@ class SchedulingQueue:
                 return self._to_in_flight(info)
         return None
 
+    def pop_specific(self, uid: str) -> QueuedPodInfo | None:
+        """Upstream ``PopSpecificPod``: take the pod ``uid`` out of the queue as
+        :meth:`try_pop` takes a pod (in flight, one more attempt). It is activated first
+        (out of unschedulablePods or backoffQ, through PreEnqueue); None when it is not in
+        activeQ then (unknown, gated, already in flight)."""
+        self.activate((uid,))
+        info = self._active_uids.pop(uid, None)
+        if info is None:
+            return None
+        # Its heap entry stays behind; pops skip it (no longer in ``_active_uids``).
+        return self._to_in_flight(info)
+
     def pop_same(
         self,
         key: object,

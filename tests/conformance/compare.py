@@ -1,0 +1,223 @@
+"""Compare upstream's report of one case with ksched's, aspect by aspect.
+
+Aspects (each agrees or not, with a readable detail when not):
+
+* ``runs``: ksched ran the case without an error (upstream did: cases it refuses are
+  not compared at all, they are counted as invalid);
+* ``feasible``: the nodes that pass every Filter;
+* ``statuses``: every rejected node's code, plugin and reasons (nodes a PreFilter result
+  left out: against the FitError diagnosis' absent-nodes status);
+* ``scores``: every feasible node's weighted, normalized score per Score plugin;
+* ``totals``: every feasible node's total score;
+* ``chosen``: the node the cycle picked;
+* ``message``: the FailedScheduling event (its text, type, action and pod), or on
+  success the binding's Scheduled event;
+* ``condition``: the PodScheduled condition written on failure (type, status, reason,
+  message, observedGeneration, whether lastTransitionTime is set);
+* ``nomination``: ``status.nominatedNodeName`` after a failed cycle;
+* ``victims``: the pods preemption deleted;
+* ``rejectors``: after a failure, the plugins whose rejection the queue's hints must
+  undo (the FitError's unschedulable and pending plugins).
+
+Upstream's random choices are normalized, not counted (the README lists them):
+
+* ``selectHost`` breaks ties on the best total at random: ksched's choice agrees when
+  it is one of the nodes with upstream's best total;
+* ``findNodesThatPassFilters`` runs in parallel and, when it needs fewer feasible nodes
+  than the cluster has (a profile without Score plugins looks for one; a pod nominated
+  to a node that fits is tried there alone), keeps the ones found first: only the nodes
+  upstream examined are compared, and ksched's choice agrees when upstream found it
+  feasible or did not examine it (ksched's own Filter verdict then says feasible);
+* the order of nodes in a PreFilterResult (a Go map) changes only that examination
+  order, which is not compared;
+* NodeResourcesFit lists the "Insufficient <resource>" reasons of scalar resources
+  (extended resources, hugepages) in Go map order (``fitsRequest`` ranges over
+  ``ScalarResources``): they are compared sorted, after the fixed-order ones.
+
+A Score plugin whose PreScore skips the pod is absent from upstream's scores; it
+counts as 0 (ksched reports its 0).
+
+Scores are compared only when upstream scored (more than one feasible node); statuses
+and feasibility only where upstream examined the node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Obj = dict[str, Any]
+
+ASPECTS = (
+    "runs",
+    "feasible",
+    "statuses",
+    "scores",
+    "totals",
+    "chosen",
+    "message",
+    "condition",
+    "nomination",
+    "victims",
+    "rejectors",
+)
+
+
+@dataclass
+class Comparison:
+    """Per aspect: None when it agrees, else what differs."""
+
+    differences: dict[str, str] = field(default_factory=dict)
+    compared: set[str] = field(default_factory=set)
+
+    def check(self, aspect: str, upstream: Any, ksched: Any, what: str = "") -> None:
+        self.compared.add(aspect)
+        if upstream != ksched:
+            label = f"{what}: " if what else ""
+            self.differences.setdefault(aspect, f"{label}upstream {upstream!r}, ksched {ksched!r}")
+
+    def fail(self, aspect: str, detail: str) -> None:
+        self.compared.add(aspect)
+        self.differences.setdefault(aspect, detail)
+
+    @property
+    def agrees(self) -> bool:
+        return not self.differences
+
+
+#: NodeResourcesFit's reasons in the order its fitsRequest checks them; the scalar
+#: resources' reasons come after, in Go map order upstream (sorted here).
+_FIT_FIRST = (
+    "Too many pods",
+    "Insufficient cpu",
+    "Insufficient memory",
+    "Insufficient ephemeral-storage",
+)
+
+
+def _status(s: Obj | None) -> tuple[Any, ...] | None:
+    if s is None:
+        return None
+    reasons = list(s["reasons"])
+    if s["plugin"] == "NodeResourcesFit":
+        # The fixed-order reasons lead; the scalar resources' follow, in any order.
+        k = 0
+        while k < len(reasons) and reasons[k] in _FIT_FIRST:
+            k += 1
+        return (s["code"], s["plugin"], tuple(reasons[:k]), tuple(sorted(reasons[k:])))
+    return (s["code"], s["plugin"], tuple(reasons))
+
+
+def _events(events: list[Obj], chosen: str | None) -> list[tuple[str, str, str, str, str]]:
+    """FailedScheduling and Scheduled events; the chosen node's name (ties) is masked."""
+    out = []
+    for e in events:
+        if e.get("reason") not in ("FailedScheduling", "Scheduled"):
+            continue
+        note = e["note"]
+        if chosen and e["reason"] == "Scheduled":
+            note = note.replace(f" to {chosen}", " to <chosen>")
+        out.append((e["type"], e["reason"], e["action"], e["regarding"], note))
+    return out
+
+
+def _condition(c: Obj | None) -> Obj | None:
+    if c is None:
+        return None
+    return {
+        "type": c.get("type"),
+        "status": c.get("status"),
+        "reason": c.get("reason", ""),
+        "message": c.get("message", ""),
+        "observedGeneration": c.get("observedGeneration", 0),
+        "lastTransitionTime": bool(c.get("lastTransitionTime")),
+    }
+
+
+def compare(up: Obj, ks: Obj) -> Comparison:
+    """Compare the Go harness's result ``up`` with ksched's report ``ks``."""
+    out = Comparison()
+    if ks.get("error"):
+        out.fail("runs", f"ksched: {ks['error']}")
+        return out
+    out.compared.add("runs")
+
+    examined = list(dict.fromkeys(up["examined"]))
+    up_filters: dict[str, Obj | None] = up["filters"]
+    ks_filters: dict[str, Obj | None] = ks["filters"]
+
+    # Feasibility and statuses, on the nodes upstream examined.
+    up_feasible = sorted(n for n in examined if up_filters.get(n) is None)
+    ks_feasible = sorted(n for n in examined if n in ks_filters and ks_filters[n] is None)
+    out.check("feasible", up_feasible, ks_feasible)
+    for n in sorted(examined):
+        if n not in ks_filters:
+            out.fail("statuses", f"{n}: examined by upstream, unknown to ksched")
+            continue
+        out.check("statuses", _status(up_filters[n]), _status(ks_filters[n]), n)
+    diagnosis = up.get("diagnosis")
+    if diagnosis is not None:
+        for n, s in diagnosis["nodes"].items():
+            if n not in up_filters:  # extenders, none here; statuses set without a Filter
+                out.check("statuses", _status(s), _status(ks_filters.get(n)), n)
+        absent = diagnosis.get("absent")
+        for n in sorted(ks_filters):
+            if n in up_filters or n in diagnosis["nodes"]:
+                continue
+            # Not examined: a PreFilter result left the node out.
+            want = _status(absent) if absent and absent["reasons"] else None
+            if want is not None:
+                out.check("statuses", want, _status(ks_filters[n]), f"{n} (left out)")
+
+    # Scores, where upstream scored.
+    if up["scores"]:
+        ks_scores = {s["node"]: s for s in ks["scores"]}
+        for s in up["scores"]:
+            mine = ks_scores.get(s["node"])
+            if mine is None:
+                out.fail("scores", f"{s['node']}: scored by upstream, not feasible for ksched")
+                out.fail("totals", f"{s['node']}: scored by upstream, not feasible for ksched")
+                continue
+            # A plugin whose PreScore skipped the pod is absent upstream: it adds 0.
+            names = set(s["plugins"]) | set(mine["plugins"])
+            out.check(
+                "scores",
+                {p: s["plugins"].get(p, 0) for p in sorted(names)},
+                {p: mine["plugins"].get(p, 0) for p in sorted(names)},
+                s["node"],
+            )
+            out.check("totals", s["total"], mine["total"], s["node"])
+
+    # The choice, ties and partial searches normalized.
+    up_chosen, ks_chosen = up.get("chosen"), ks.get("chosen")
+    out.compared.add("chosen")
+    if (up_chosen is None) != (ks_chosen is None):
+        out.fail("chosen", f"upstream {up_chosen!r}, ksched {ks_chosen!r}")
+    elif up_chosen is not None and ks_chosen != up_chosen:
+        if up["scores"]:
+            best = max(s["total"] for s in up["scores"])
+            tied = sorted(s["node"] for s in up["scores"] if s["total"] == best)
+            if ks_chosen not in tied:
+                out.fail("chosen", f"ksched {ks_chosen!r} is not among upstream's best {tied}")
+        elif ks_chosen in up_filters:
+            if up_filters[ks_chosen] is not None:
+                out.fail("chosen", f"ksched {ks_chosen!r} was rejected by upstream")
+        elif ks_filters.get(ks_chosen) is not None:
+            out.fail("chosen", f"ksched {ks_chosen!r} fails ksched's own filters")
+
+    out.check("message", _events(up["events"], up_chosen), _events(ks["events"], ks_chosen))
+    if up_chosen is None:
+        out.check("condition", _condition(up.get("condition")), _condition(ks.get("condition")))
+    if up_chosen is None:
+        # After a success the binding decides (the API server clears the nomination).
+        out.check(
+            "nomination", up.get("nominatedNodeName") or "", ks.get("nominatedNodeName") or ""
+        )
+    out.check("victims", sorted(up.get("deleted") or []), sorted(ks.get("deleted") or []))
+    if diagnosis is not None:
+        out.check(
+            "rejectors",
+            (diagnosis.get("unschedulablePlugins", []), diagnosis.get("pendingPlugins", [])),
+            (ks.get("unschedulablePlugins"), ks.get("pendingPlugins")),
+        )
+    return out

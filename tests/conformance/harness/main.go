@@ -1,0 +1,76 @@
+// Command ksched-conformance runs upstream kube-scheduler's own scheduling code
+// (k8s.io/kubernetes v1.36.5, pkg/scheduler) on cases read as JSON lines, one result
+// line per case, for ksched's differential conformance tests (tests/conformance).
+//
+// Usage:
+//
+//	ksched-conformance < cases.jsonl > results.jsonl
+//
+// Each case is a KubeSchedulerConfiguration, the API objects of a cluster and the
+// pending pod to schedule (see Case in run.go); each result reports what one real
+// scheduling cycle did (see Result). Nothing of the scheduling logic is re-implemented
+// here: the objects are stored as the API server would store them (objects.go), the
+// scheduler is built by scheduler.New on a fake clientset, and its framework calls are
+// observed, not replaced (observe.go).
+//
+// One deviation from the default feature gates: SchedulerAsyncPreemption is off, so a
+// preemption's victims are deleted before the cycle ends and the report can list them.
+// The gate only decides whether that happens in the cycle or in a goroutine after it;
+// the choice of node and victims and the messages are the same.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/features"
+)
+
+func main() {
+	verbosity := flag.Int("v", -1, "log the scheduler at this klog verbosity on stderr (default: no logs)")
+	flag.Parse()
+	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	if *verbosity >= 0 {
+		_ = klogFlags.Set("v", fmt.Sprint(*verbosity))
+	} else {
+		klog.SetOutput(io.Discard)
+		_ = klogFlags.Set("logtostderr", "false")
+		_ = klogFlags.Set("stderrthreshold", "FATAL")
+	}
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{
+		string(features.SchedulerAsyncPreemption): false,
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "ksched-conformance:", err)
+		os.Exit(2)
+	}
+
+	in := bufio.NewReader(os.Stdin)
+	out := bufio.NewWriter(os.Stdout)
+	dec := json.NewDecoder(in)
+	enc := json.NewEncoder(out)
+	for {
+		var c Case
+		if err := dec.Decode(&c); err == io.EOF {
+			break
+		} else if err != nil {
+			fmt.Fprintln(os.Stderr, "ksched-conformance: reading a case:", err)
+			os.Exit(2)
+		}
+		if err := enc.Encode(runCase(c)); err != nil {
+			fmt.Fprintln(os.Stderr, "ksched-conformance: writing a result:", err)
+			os.Exit(2)
+		}
+		// One line per case, flushed: the caller may read results as they come.
+		if err := out.Flush(); err != nil {
+			fmt.Fprintln(os.Stderr, "ksched-conformance:", err)
+			os.Exit(2)
+		}
+	}
+}
