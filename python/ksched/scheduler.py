@@ -792,6 +792,18 @@ class Scheduler:
         self._stopping.set()
         self.queue.close()
 
+    def stop_leading(self) -> None:
+        """This replica may no longer write (its Lease lapsed): take no more pods,
+        reject the pods waiting at Permit and forget every assumed pod, at once. Their
+        bindings, if in flight, are refused by the write fence
+        (:mod:`ksched.leaderelection.fencing`)."""
+        self.stop()
+        for wp in list(self.waiting_pods):
+            wp.reject("", "this scheduler lost its lease")
+        forgotten = self.cache.forget_all_assumed()
+        if forgotten:
+            log.info("forgot %d assumed pod(s)", forgotten)
+
     async def shutdown(self) -> None:
         """Stop, wait for in-flight bindings and events, and stop the informers."""
         self.stop()

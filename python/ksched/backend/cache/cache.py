@@ -157,6 +157,14 @@ class Cache:
             self._unindex(cached)
             self.snapshot.remove_pod(uid)
 
+    def forget_all_assumed(self) -> int:
+        """Forget every assumed pod (this replica stopped leading: its decisions that
+        are not bound yet will not be). Returns how many there were."""
+        assumed = [uid for uid, c in self._pods.items() if c.assumed]
+        for uid in assumed:
+            self.forget(uid)
+        return len(assumed)
+
     def _index(self, cached: _CachedPod) -> None:
         uid = cached.pod.uid
         self._pods[uid] = cached
