@@ -136,6 +136,15 @@ class Gone(APIError):
         super().__init__(410, "Gone", message)
 
 
+class Fenced(APIError):
+    """A write refused before it was sent: this replica's Lease renewal is too old for
+    it to write (:mod:`ksched.leaderelection.fencing`). Callers treat it like any failed
+    write (the pod goes back to the queue, the victim is kept)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "Fenced", message)
+
+
 class ClusterAPI(Protocol):
     """What the scheduler needs from the API server. All calls are keyword-only."""
 

@@ -17,6 +17,21 @@ informers). Losing the lease stops scheduling at once and exits 1. With
 and lets the API server's controller pick the holder. ``leaderElect: false`` schedules
 without a lease.
 
+Fencing (:mod:`ksched.leaderelection.fencing`): with leader election the scheduler
+gets a :class:`~ksched.leaderelection.fencing.FencedClusterAPI` instead of the client,
+and the client checks the same gate right before each write is sent, so nothing is
+written once the last Lease renewal is older than ``renewDeadline`` (leaseDuration
+minus the margin ``leaseDuration - renewDeadline``), whether or not the renew loop has
+noticed yet (a paused and resumed process runs whatever was ready first). The first
+refused write, or the renew loop giving up, stops taking pods at once, forgets the
+assumed pods and exits 1. ksched exits, as upstream does, rather than re-acquiring
+the Lease in place: a replica whose lease lapsed holds a queue, nominations,
+preemptions in flight and plugins' assume caches (volumes, claims) built while it led
+on a cache that may be seconds old; re-acquiring safely would mean resetting every one
+of them and relisting every informer, which a restarted process does by construction
+(a Deployment restarts it as a fresh hot standby within seconds, and it can lead again
+only after another full leaseDuration anyway).
+
 Shutdown, as kube-scheduler's signal handling: the first SIGTERM (or SIGINT) stops
 taking pods, lets the bindings and events in flight finish, releases the lease (holder
 cleared, ``leaseDurationSeconds: 1``: a standby takes over at its next retry), stops the
@@ -82,6 +97,7 @@ from ksched.leaderelection import (
     LeaseLock,
     lease_event_recorder,
 )
+from ksched.leaderelection.fencing import FencedClusterAPI, FencingGate, FencingMetrics
 from ksched.profiles import ProfileError, build_profiles
 from ksched.scheduler import Scheduler
 from ksched.server import (
@@ -311,15 +327,40 @@ async def serve(
     raises :class:`LeaderElectionLost` without waiting for bindings in flight.
     """
     status = status if status is not None else RunStatus()
-    sched = new_scheduler(cfg, api, profiles=profiles, seed=seed, identity=identity)
+    loop = asyncio.get_running_loop()
+    #: Set (with the reason) when this replica may no longer write.
+    lapsed: asyncio.Future[str] = loop.create_future()
+    gate: FencingGate | None = None
+    sched_api: ClusterAPI = api
+    set_write_guard = getattr(api, "set_write_guard", None)  # the real client has one
+    if elector is not None:
+
+        def on_lapse(reason: str) -> None:
+            sched.stop_leading()
+            status.leading = False
+            if not lapsed.done():
+                lapsed.set_result(reason)
+
+        gate = FencingGate(
+            renewed_at=lambda: elector.renewed_at,
+            limit=elector.renew_deadline,
+            lease=elector.lock.describe(),
+            clock=elector.clock.monotonic,
+            on_lapse=on_lapse,
+        )
+        sched_api = FencedClusterAPI(api, gate)
+        if set_write_guard is not None:
+            set_write_guard(gate.admit_request)
+    sched = new_scheduler(cfg, sched_api, profiles=profiles, seed=seed, identity=identity)
     status.sched = sched
     registry = registry if registry is not None else metrics_registry(sched)
     collectors: list[Collector] = [UnclaimedPodsCollector(sched)]
     if elector is not None:
         collectors.append(LeaderMetrics(elector))
+    if gate is not None:
+        collectors.append(FencingMetrics(gate))
     for c in collectors:
         registry.register(c)
-    loop = asyncio.get_running_loop()
     stopped = loop.create_task(stop.wait())
     run_task: asyncio.Task[None] | None = None
     renew_stop = asyncio.Event()
@@ -356,12 +397,14 @@ async def serve(
             run_task = loop.create_task(sched.run())
             if on_started is not None:
                 on_started(sched)
-            waiting: set[asyncio.Future[Any]] = {run_task, stopped}
+            waiting: set[asyncio.Future[Any]] = {run_task, stopped, lapsed}
             if renew_task is not None:
                 waiting.add(renew_task)
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if lapsed.done():
+                raise LeaderElectionLost(f"leaderelection lost: {lapsed.result()}")
             if renew_task is not None and renew_task.done() and not renew_task.result():
-                sched.stop()
+                sched.stop_leading()
                 status.leading = False
                 raise LeaderElectionLost(
                     f"leaderelection lost: lease {elector.lock.describe() if elector else ''} "
@@ -373,11 +416,18 @@ async def serve(
         await sched.shutdown()  # the lease is still renewed meanwhile
         if renew_task is not None:
             renew_stop.set()
-            if await renew_task and elector is not None:
+            if await renew_task and elector is not None and not lapsed.done():
                 await elector.release()
             status.leading = False
+        if lapsed.done():
+            # The lease lapsed while the bindings drained: what was left was refused.
+            raise LeaderElectionLost(f"leaderelection lost: {lapsed.result()}")
     finally:
+        if gate is not None and set_write_guard is not None:
+            set_write_guard(None)
         stopped.cancel()
+        if not lapsed.done():
+            lapsed.cancel()
         renew_stop.set()
         for task in (run_task, renew_task):
             if task is not None and not task.done():

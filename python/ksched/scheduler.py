@@ -18,6 +18,14 @@ events. The queue runs the queueing hints of the plugins that rejected each pend
 Pods are claimed by ``spec.schedulerName``: a pod whose name matches a profile is
 scheduled with that profile's framework; any other pending pod is left alone (another
 scheduler's), but counted per name so that a typo is visible.
+
+Malformed objects never stop the informers: a pod or node that cannot be parsed, a
+pending pod whose terms the Rust core refuses (:func:`~ksched.backend.compile.compile_pod`)
+and a node the snapshot refuses are logged once, kept in :attr:`Scheduler.invalid_objects`
+and skipped. A pending pod of ours also gets a ``FailedScheduling`` Warning event
+with the error, sent once the scheduling loop runs (a standby reports nothing: only the
+leader writes). A bound pod whose terms are malformed is still accounted on its node
+by its requests, ports and labels.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from typing import Any, Final
 from ksched._core import CompiledPod, Snapshot
 from ksched.api.errors import InvalidObjectError
 from ksched.api.node import Node
-from ksched.api.pod import Pod
+from ksched.api.pod import DEFAULT_SCHEDULER_NAME, Pod
 from ksched.backend.cache import Cache
 from ksched.backend.compile import compile_pod
 from ksched.backend.controllers import KINDS as CONTROLLER_KINDS
@@ -285,6 +293,10 @@ class Scheduler:
         self._unclaimed_warned: set[str] = set()
         #: Objects the informers could not parse, by "Kind ns/name" → message.
         self.invalid_objects: dict[str, str] = {}
+        #: Pending pods of ours that are invalid: uid → (pod, error, resourceVersion of
+        #: the event sent, None until the scheduling loop has sent it).
+        self._invalid_pods: dict[str, tuple[Pod, str, str | None]] = {}
+        self._scheduling = False
         self.node_informer = Informer(
             api,
             "nodes",
@@ -386,10 +398,13 @@ class Scheduler:
 
     def _nomination_changed(self, pod: Pod, node: str | None) -> None:
         snapshot: Any = self.cache.snapshot
-        if node is None:
-            snapshot.clear_nominated(pod.uid)
-        else:
-            snapshot.set_nominated(compile_pod(pod), node)
+        if node is not None:
+            try:
+                snapshot.set_nominated(compile_pod(pod), node)
+                return
+            except InvalidObjectError as exc:
+                self._invalid(exc)
+        snapshot.clear_nominated(pod.uid)
 
     def _node_pods(self, node: str) -> list[Pod] | None:
         """The pods the cache accounts on ``node``; None when the node is unknown."""
@@ -419,6 +434,42 @@ class Scheduler:
             log.error("skipping invalid object: %s", exc)
         self.invalid_objects[key] = str(exc)
 
+    def _invalid_pod(self, obj: Obj, exc: InvalidObjectError) -> None:
+        """Report a pending pod of ours that cannot be scheduled as it is: log and
+        :attr:`invalid_objects` now, a FailedScheduling event from the leader."""
+        self._invalid(exc)
+        meta = obj.get("metadata") if type(obj) is dict else None
+        spec = obj.get("spec") if type(obj) is dict else None
+        if type(meta) is not dict or type(spec) is not dict or spec.get("nodeName"):
+            return
+        name = spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME
+        if not isinstance(name, str) or not self.handles(name):
+            return
+        try:
+            # Just what an event names: the pod's identity, which did parse.
+            ref = Pod.from_dict(
+                {
+                    "metadata": {
+                        k: meta.get(k) for k in ("name", "namespace", "uid", "resourceVersion")
+                    },
+                    "spec": {"schedulerName": name},
+                }
+            )
+        except InvalidObjectError:
+            return
+        if not ref.uid:
+            return
+        self.queue.delete(ref.uid)
+        self._invalid_pods[ref.uid] = (ref, str(exc), None)
+        if self._scheduling:
+            self._report_invalid_pods()
+
+    def _report_invalid_pods(self) -> None:
+        for uid, (pod, message, sent) in list(self._invalid_pods.items()):
+            if sent != pod.resource_version:
+                self.recorder.failed_scheduling(pod, message, pod.scheduler_name)
+                self._invalid_pods[uid] = (pod, message, pod.resource_version)
+
     def _parse_node(self, obj: Obj) -> Node | None:
         try:
             return Node.from_dict(obj)
@@ -433,21 +484,28 @@ class Scheduler:
             self._invalid(exc)
             return None
 
+    def _upsert_node(self, node: Node) -> bool:
+        try:
+            self.cache.upsert_node(node)
+        except InvalidObjectError as exc:
+            self._invalid(exc)
+            return False
+        self.invalid_objects.pop(f"Node {node.name}", None)
+        return True
+
     def _node_added(self, obj: Obj) -> None:
         node = self._parse_node(obj)
-        if node is None:
+        if node is None or not self._upsert_node(node):
             return
-        self.invalid_objects.pop(f"Node {node.name}", None)
-        self.cache.upsert_node(node)
         self.queue.move_all_to_active_or_backoff(EVENT_NODE_ADD, None, node)
 
     def _node_updated(self, old_obj: Obj, new_obj: Obj) -> None:
         new = self._parse_node(new_obj)
         if new is None:
             return
-        self.invalid_objects.pop(f"Node {new.name}", None)
         old = self.cache.nodes.get(new.name)
-        self.cache.upsert_node(new)
+        if not self._upsert_node(new):
+            return
         if old is None:
             # The old object was invalid (never cached): this is an add for us.
             self.queue.move_all_to_active_or_backoff(EVENT_NODE_ADD, None, new)
@@ -501,16 +559,28 @@ class Scheduler:
 
     def _recompile_pending(self) -> None:
         """A workload selector changed: pending pods' default spreading may differ."""
-        for info in self.queue.infos():
-            info.compiled = self.compile(info.pod)
+        for info in list(self.queue.infos()):
+            try:
+                info.compiled = self.compile(info.pod)
+            except InvalidObjectError as exc:
+                self._invalid_pod(info.pod.raw, exc)
 
     def _pod_added(self, obj: Obj) -> None:
-        pod = self._parse_pod(obj)
+        pod = self._parse_new_pod(obj)
         if pod is not None:
             self._on_pod(pod)
 
+    def _parse_new_pod(self, obj: Obj) -> Pod | None:
+        """A pod added or changed: parsed, or reported as invalid (None)."""
+        try:
+            return Pod.from_dict(obj)
+        except InvalidObjectError as exc:
+            self._invalid_pod(obj, exc)
+            return None
+
     def _on_pod(self, pod: Pod) -> None:
         self.invalid_objects.pop(f"Pod {pod.key}", None)
+        self._invalid_pods.pop(pod.uid, None)
         self._unclaimed.pop(pod.uid, None)
         if pod.is_assigned:
             self._assigned_pod(None, pod)
@@ -521,7 +591,12 @@ class Scheduler:
         if self.handles(pod.scheduler_name):
             if self.cache.is_assumed(pod.uid):
                 return  # our own binding is in flight
-            self.queue.add(pod, self.compile(pod))
+            try:
+                compiled = self.compile(pod)
+            except InvalidObjectError as exc:
+                self._invalid_pod(pod.raw, exc)
+                return
+            self.queue.add(pod, compiled)
         else:
             self._unclaimed[pod.uid] = pod.scheduler_name
             if pod.scheduler_name not in self._unclaimed_warned:
@@ -542,7 +617,9 @@ class Scheduler:
                 queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE, pod, None)
             return
         queue.delete(pod.uid)
-        self.cache.add_pod(pod)
+        error = self.cache.add_pod(pod)
+        if error is not None:
+            self._invalid(error)  # accounted on its node all the same
         if not queue.wants_events():
             return  # nothing pending or in flight could be woken: skip the event work
         old_assigned = old_obj is not None and bool((old_obj.get("spec") or {}).get("nodeName"))
@@ -582,7 +659,7 @@ class Scheduler:
             "resourceVersion"
         ) or not _scheduling_relevant_change(old, new):
             return
-        pod = self._parse_pod(new)
+        pod = self._parse_new_pod(new)
         if pod is None:
             return
         if self.cache.is_assumed(pod.uid):
@@ -617,6 +694,7 @@ class Scheduler:
         spec = obj.get("spec") or {}
         uid = str(meta.get("uid") or "")
         self._unclaimed.pop(uid, None)
+        self._invalid_pods.pop(uid, None)
         queue = self.queue
         if spec.get("nodeName"):
             if self.cache.remove_pod(uid) and queue.wants_events():
@@ -657,6 +735,8 @@ class Scheduler:
         """Schedule until :meth:`stop`. Starts the informers first if needed."""
         if not self.synced.is_set():
             await self.start()
+        self._scheduling = True
+        self._report_invalid_pods()
         queue = self.queue
         while not self._stopping.is_set():
             info = queue.try_pop()
@@ -736,6 +816,18 @@ class Scheduler:
         """Stop taking pods; in-flight bindings finish (see :meth:`shutdown`)."""
         self._stopping.set()
         self.queue.close()
+
+    def stop_leading(self) -> None:
+        """This replica may no longer write (its Lease lapsed): take no more pods,
+        reject the pods waiting at Permit and forget every assumed pod, at once. Their
+        bindings, if in flight, are refused by the write fence
+        (:mod:`ksched.leaderelection.fencing`)."""
+        self.stop()
+        for wp in list(self.waiting_pods):
+            wp.reject("", "this scheduler lost its lease")
+        forgotten = self.cache.forget_all_assumed()
+        if forgotten:
+            log.info("forgot %d assumed pod(s)", forgotten)
 
     async def shutdown(self) -> None:
         """Stop, wait for in-flight bindings and events, and stop the informers."""

@@ -131,6 +131,26 @@ def test_node_and_pod_roundtrip_and_bind(
     assert status == 409, body
 
 
+def test_a_node_keeps_its_status_on_create_and_allocatable_defaults_to_capacity(
+    control_plane: ControlPlane,
+) -> None:
+    # What ControlPlane.create_node relies on to create a node in one call.
+    cp = control_plane
+    name = f"st-{uuid.uuid4().hex[:6]}"
+    node = _node(name)
+    del node["status"]["allocatable"]
+    status, body = cp.request("POST", "/api/v1/nodes", node)
+    try:
+        assert status == 201, body
+        status, got = cp.request("GET", f"/api/v1/nodes/{name}")
+        assert status == 200
+        assert got["status"]["capacity"] == {"cpu": "4", "memory": "8Gi", "pods": "110"}
+        assert got["status"]["allocatable"] == got["status"]["capacity"]
+        assert [c["type"] for c in got["status"]["conditions"]] == ["Ready"]
+    finally:
+        cp.request("DELETE", f"/api/v1/nodes/{name}")
+
+
 def test_service_account_pods_need_no_controller(control_plane: ControlPlane) -> None:
     # Without kube-controller-manager no 'default' ServiceAccount exists; pods must still
     # be creatable (ServiceAccount admission is disabled on purpose).

@@ -29,6 +29,8 @@ __all__ = [
     "key_path",
     "opt_bool",
     "opt_int",
+    "opt_int32",
+    "opt_int64",
     "opt_list",
     "opt_obj",
     "opt_str",
@@ -40,6 +42,14 @@ __all__ = [
 ]
 
 _PLAIN_KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+#: The ranges of the API's integer types. JSON numbers are unbounded and Python ints
+#: too, but Go's decoder refuses a number its field cannot hold, and the Rust core
+#: takes i32/i64: a value outside the field's type is reported here, at parse time.
+INT32_MIN: Final = -(2**31)
+INT32_MAX: Final = 2**31 - 1
+INT64_MIN: Final = -(2**63)
+INT64_MAX: Final = 2**63 - 1
 
 
 class FieldError(Exception):
@@ -137,6 +147,28 @@ def opt_int(value: object, path: str) -> int | None:
     if type(value) is int or value is None:
         return value
     raise expected(path, "an integer", value)
+
+
+def _out_of_range(path: str, value: int, type_name: str) -> FieldError:
+    return FieldError(path, f"{value} is out of range for {type_name}")
+
+
+def opt_int32(value: object, path: str) -> int | None:
+    """An ``int32`` field: a JSON integer within its range, or None when absent/null."""
+    if type(value) is int:
+        if INT32_MIN <= value <= INT32_MAX:
+            return value
+        raise _out_of_range(path, value, "int32")
+    return opt_int(value, path)
+
+
+def opt_int64(value: object, path: str) -> int | None:
+    """An ``int64`` field: a JSON integer within its range, or None when absent/null."""
+    if type(value) is int:
+        if INT64_MIN <= value <= INT64_MAX:
+            return value
+        raise _out_of_range(path, value, "int64")
+    return opt_int(value, path)
 
 
 def opt_bool(value: object, path: str) -> bool:

@@ -21,14 +21,20 @@ brackets so the path stays unambiguous: ``metadata.labels[app.kubernetes.io/name
 
 from __future__ import annotations
 
+import json
+
 import orjson
 
 __all__ = ["InvalidObjectError", "QuantityError", "quote"]
 
 
 def quote(text: str) -> str:
-    """Return ``text`` as a double-quoted JSON string (escapes included)."""
-    return orjson.dumps(text).decode()
+    """Return ``text`` as a double-quoted JSON string (escapes included). A lone
+    surrogate (``json.loads`` lets ``"\\ud800"`` through) is written as its escape."""
+    try:
+        return orjson.dumps(text).decode()
+    except TypeError:
+        return json.dumps(text)
 
 
 class QuantityError(ValueError):

@@ -24,7 +24,7 @@ from ksched.api._parse import (
     FieldError,
     json_type,
     opt_bool,
-    opt_int,
+    opt_int64,
     opt_list,
     opt_obj,
     opt_str,
@@ -127,7 +127,7 @@ def _parse_images(value: object, path: str) -> list[tuple[tuple[str, ...], int]]
         if type(image) is not dict:
             raise FieldError(ip, f"expected an object, got {json_type(image)}")
         names = tuple(str_list(image.get("names"), ip + ".names"))
-        size = opt_int(image.get("sizeBytes"), ip + ".sizeBytes") or 0
+        size = opt_int64(image.get("sizeBytes"), ip + ".sizeBytes") or 0
         out.append((names, size))
     return out
 

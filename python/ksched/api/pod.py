@@ -45,10 +45,15 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from ksched.api._parse import (
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
     FieldError,
     expected,
     json_type,
-    opt_int,
+    opt_int32,
+    opt_int64,
     opt_list,
     opt_obj,
     opt_str,
@@ -290,8 +295,9 @@ def _parse_ports(value: object, host_ports: list[tuple[str, str, int]]) -> None:
         host_port = p.get("hostPort")
         if host_port is None:
             continue
-        if type(host_port) is not int:
-            raise expected(f"ports[{j}].hostPort", "an integer", host_port)
+        if type(host_port) is not int or not INT32_MIN <= host_port <= INT32_MAX:
+            host_port = opt_int32(host_port, f"ports[{j}].hostPort")
+            assert host_port is not None
         if host_port <= 0:
             continue
         protocol = opt_str(p.get("protocol"), f"ports[{j}].protocol") or "TCP"
@@ -317,7 +323,9 @@ def _parse_tolerations(value: object, path: str) -> list[Toleration]:
                 and type(op) is str
                 and type(val) is str
                 and type(effect) is str
-                and (seconds is None or type(seconds) is int)
+                and (
+                    seconds is None or (type(seconds) is int and INT64_MIN <= seconds <= INT64_MAX)
+                )
             ):
                 out.append(Toleration(key, op or "Equal", val, effect, seconds))
                 continue
@@ -334,7 +342,7 @@ def _parse_toleration_checked(t: object, tp: str) -> Toleration:
         opt_str(t.get("operator"), tp + ".operator") or "Equal",
         opt_str(t.get("value"), tp + ".value"),
         opt_str(t.get("effect"), tp + ".effect"),
-        opt_int(t.get("tolerationSeconds"), tp + ".tolerationSeconds"),
+        opt_int64(t.get("tolerationSeconds"), tp + ".tolerationSeconds"),
     )
 
 
@@ -606,8 +614,8 @@ def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:
 
     node_name = _str_field(spec, "nodeName", "spec.nodeName")
     priority = spec.get("priority")
-    if type(priority) is not int:
-        priority = opt_int(priority, "spec.priority") or 0
+    if type(priority) is not int or not INT32_MIN <= priority <= INT32_MAX:
+        priority = opt_int32(priority, "spec.priority") or 0
 
     images: list[str] = []
     host_ports: list[tuple[str, str, int]] = []

@@ -15,6 +15,9 @@ the scheduler runs unchanged on either:
   retries as upstream's ``util.PatchPodStatus`` (``retry.DefaultBackoff`` on internal
   errors, unavailability, refused connections; also on conflicts);
 * ``delete_pod`` deletes with a UID precondition;
+* ``set_write_guard`` installs a check run right before every write of the
+  scheduler's own connection is sent (:mod:`ksched.client.rest`; ``ksched run`` puts
+  the lease fence there); leases, reviews, lists and watches are never guarded;
 * ``get_lease``/``create_lease``/``update_lease`` read and write
   ``coordination.k8s.io/v1`` Leases (and ``v1beta1`` LeaseCandidates) for leader
   election; an update is a PUT carrying the object's resourceVersion, so a stale one
@@ -42,7 +45,7 @@ import orjson
 
 from ksched.client.kubeconfig import ClientConfig, load_client_config
 from ksched.client.ratelimit import TokenBucket
-from ksched.client.rest import MAX_CONNECTIONS, STRATEGIC_MERGE_PATCH, RestClient
+from ksched.client.rest import MAX_CONNECTIONS, STRATEGIC_MERGE_PATCH, RestClient, WriteGuard
 from ksched.client.watching import watch
 from ksched.cluster import (
     KIND_PATHS,
@@ -155,6 +158,12 @@ class KubeClusterAPI:
         self.pod_field_selector = pod_field_selector
         self.min_watch_timeout = min_watch_timeout
         self.binds = 0
+
+    def set_write_guard(self, guard: WriteGuard | None) -> None:
+        """Check every binding, event, status patch, deletion and object write (not the
+        leader election client's) with ``guard(method, path)`` just before it is sent;
+        a guard that raises stops the write, and its exception reaches the caller."""
+        self.rest.write_guard = guard
 
     async def close(self) -> None:
         await self.rest.close()

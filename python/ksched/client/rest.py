@@ -18,6 +18,18 @@ Retries follow client-go's ``rest.Request``: a ``429`` or ``5xx`` answer that ca
 any verb); a GET whose connection was reset or closed early is retried (writes are not:
 they may have happened); a ``401`` re-reads expiring credentials once and retries.
 
+Write guard (fencing). :attr:`RestClient.write_guard`, when set, is called with the
+method and path of every request that is not a GET, at the last moment aiohttp offers:
+once the request holds a slot, has passed the rate limiter and has a connection, just
+before its headers are serialized, and again just before its bytes are handed to the
+transport (aiohttp's ``on_request_headers_sent`` and ``on_request_chunk_sent`` trace
+signals, which run before the write). A guard that raises stops the request there:
+nothing of it is sent, and its exception reaches the caller as raised (unwrapped from
+the connection error aiohttp turns a failed body write into). ``ksched run`` installs
+the lease fence's check (:mod:`ksched.leaderelection.fencing`), so a write that waited
+in the backlog while the lease lapsed is never sent; watches and lists are GETs and
+never guarded.
+
 Connections. Requests share a small pool of keep-alive connections
 (:data:`MAX_CONNECTIONS`): at most that many are in flight, and the rest wait in the
 client — on a semaphore taken *before* aiohttp builds the request, so a backlog of
@@ -36,7 +48,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -136,6 +149,29 @@ def _connection_broke(exc: BaseException) -> bool:
     return isinstance(exc, ConnectionResetError)
 
 
+#: ``write_guard(method, path)``: raises to stop a write before any of it is sent.
+WriteGuard = Callable[[str, str], None]
+
+
+class _Guarded(Exception):
+    """Carries a guard's exception through aiohttp's body writer, which wraps anything
+    raised there into a connection error (see :func:`_guard_error`)."""
+
+
+def _guard_error(exc: BaseException) -> BaseException | None:
+    """The write guard's exception behind ``exc`` (raised as is or wrapped by aiohttp),
+    or None."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, _Guarded):
+            cause = seen.args[0]
+            return cause if isinstance(cause, BaseException) else None
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def connection_error(method: str, path: str, exc: BaseException) -> APIError:
     return APIError(0, "ConnectionError", f"{method} {path}: {type(exc).__name__}: {exc}")
 
@@ -161,6 +197,8 @@ class RestClient:
         self._slots = asyncio.Semaphore(max_connections)
         self._session: aiohttp.ClientSession | None = None
         self._stream_session: aiohttp.ClientSession | None = None
+        #: Called for every request but GETs right before it is sent (module docstring).
+        self.write_guard: WriteGuard | None = None
         #: Requests sent (attempts, watches included) and retries, for tests and metrics.
         self.requests = 0
         self.retries = 0
@@ -170,7 +208,7 @@ class RestClient:
 
     # ---- sessions ------------------------------------------------------------------
 
-    def _new_session(self, limit: int) -> aiohttp.ClientSession:
+    def _new_session(self, limit: int, *, guarded: bool = False) -> aiohttp.ClientSession:
         ctx = self.config.ssl_context
         connector = aiohttp.TCPConnector(
             ssl=ctx if ctx is not None else True,
@@ -178,12 +216,43 @@ class RestClient:
             limit_per_host=0,
             enable_cleanup_closed=True,
         )
+        traces: list[aiohttp.TraceConfig] = []
+        if guarded:
+            trace = aiohttp.TraceConfig()
+            trace.on_request_headers_sent.append(self._guard_headers)
+            trace.on_request_chunk_sent.append(self._guard_chunk)
+            traces.append(trace)
         return aiohttp.ClientSession(
             connector=connector,
             headers={"User-Agent": self.config.user_agent, "Accept": JSON},
             skip_auto_headers=("Content-Type",),
             auto_decompress=True,
+            trace_configs=traces or None,
         )
+
+    def _check_write(self, method: str, path: str) -> None:
+        guard = self.write_guard
+        if guard is not None and method != "GET":
+            try:
+                guard(method, path)
+            except Exception as exc:
+                raise _Guarded(exc) from exc
+
+    async def _guard_headers(
+        self,
+        session: aiohttp.ClientSession,
+        ctx: SimpleNamespace,
+        params: aiohttp.TraceRequestHeadersSentParams,
+    ) -> None:
+        self._check_write(params.method, params.url.path)
+
+    async def _guard_chunk(
+        self,
+        session: aiohttp.ClientSession,
+        ctx: SimpleNamespace,
+        params: aiohttp.TraceRequestChunkSentParams,
+    ) -> None:
+        self._check_write(params.method, params.url.path)
 
     def session(self) -> aiohttp.ClientSession:
         """The session of ordinary requests. Its connector has no limit of its own: the
@@ -192,7 +261,7 @@ class RestClient:
         its waiters can lose a released connection (requests then hang until their
         timeout with no connection open)."""
         if self._session is None or self._session.closed:
-            self._session = self._new_session(0)
+            self._session = self._new_session(0, guarded=True)
         return self._session
 
     def stream_session(self) -> aiohttp.ClientSession:
@@ -264,9 +333,16 @@ class RestClient:
                     client_timeout,
                     reauth,
                 )
+            except _Guarded as exc:
+                guarded = _guard_error(exc)
+                assert guarded is not None
+                raise guarded from None
             except TimeoutError as exc:
                 raise TimeoutError(f"{method} {path}: timed out") from exc
             except (aiohttp.ClientError, OSError) as exc:
+                guarded = _guard_error(exc)
+                if guarded is not None:
+                    raise guarded from None
                 if method == "GET" and broken < GET_CONNECTION_RETRIES and _connection_broke(exc):
                     broken += 1
                     self.retries += 1

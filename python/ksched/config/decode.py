@@ -38,7 +38,7 @@ from ksched.config.types import (
     UnknownArgs,
 )
 
-__all__ = ["StrictDict", "decode_args", "decode_config"]
+__all__ = ["StrictDict", "decode_args", "decode_config", "json_type_name"]
 
 T = TypeVar("T")
 
@@ -62,7 +62,8 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _json_type(value: Any) -> str:
+def json_type_name(value: Any) -> str:
+    """The JSON name of a decoded value's type, as Go's decoder words it."""
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int | float):
@@ -85,7 +86,7 @@ class _Decoder:
             ferr.FieldError(
                 ferr.DECODE,
                 path,
-                detail=f"cannot unmarshal {_json_type(value)} into Go value of type {go_type}",
+                detail=f"cannot unmarshal {json_type_name(value)} into Go value of type {go_type}",
             )
         )
 

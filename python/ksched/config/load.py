@@ -3,7 +3,13 @@
 The pipeline is upstream's ``loadConfigFromFile`` → ``Validate`` → ``--write-config-to``:
 
 1. parse YAML or JSON (JSON is YAML, but JSON input goes through the JSON parser for
-   exact error positions); repeated keys are recorded, not silently overwritten;
+   exact error positions); repeated keys are recorded, not silently overwritten. The
+   bytes must be UTF-8 (a byte order mark is allowed). Before anything recursive sees
+   the document, one flat pass over the YAML events (or the JSON brackets) bounds its
+   nesting (:data:`MAX_DEPTH`) and what its aliases expand to (:data:`MAX_NODES`, no
+   alias inside its own anchor): PyYAML's composer, ``json.loads`` and the decoder all
+   recurse, and a file nested thousands deep must get an error naming it, not a
+   ``RecursionError``;
 2. check ``apiVersion``/``kind``: only ``kubescheduler.config.k8s.io/v1`` is served,
    the removed betas get an error naming the release that dropped them;
 3. strict decode (``decode.py``), then defaults (``defaults.py``), then validation
@@ -29,7 +35,7 @@ from typing import Any, Final, TextIO
 import yaml
 
 from ksched.config import errors as ferr
-from ksched.config.decode import StrictDict, decode_config
+from ksched.config.decode import StrictDict, decode_config, json_type_name
 from ksched.config.defaults import DEFAULT_FEATURE_GATES, FeatureGates, plugin_names, set_defaults
 from ksched.config.duration import Duration
 from ksched.config.errors import ConfigError, FieldError
@@ -47,6 +53,14 @@ __all__ = [
 ]
 
 GROUP: Final = "kubescheduler.config.k8s.io"
+
+#: The deepest nesting of mappings and sequences a configuration file may have. A real
+#: KubeSchedulerConfiguration, plugin args included, nests about a dozen levels.
+MAX_DEPTH: Final = 100
+#: The most nodes (scalars, mappings, sequences) a YAML document may have once its
+#: aliases are expanded, so that a few lines of nested aliases ("billion laughs")
+#: cannot make the decoder walk billions of nodes.
+MAX_NODES: Final = 1_000_000
 
 #: ``DefaultExtenderTimeout`` (pkg/scheduler/extender.go).
 DEFAULT_EXTENDER_TIMEOUT: Final = Duration.seconds(5)
@@ -93,25 +107,115 @@ def _json_pairs(pairs: list[tuple[str, Any]]) -> StrictDict:
     return out
 
 
+def _decode_error(source: str, detail: str) -> ConfigError:
+    return ConfigError([FieldError(ferr.DECODE, "", detail=detail)], source)
+
+
+def _text(data: bytes, source: str) -> str:
+    """The file's text: UTF-8, with or without a byte order mark."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise _decode_error(
+            source,
+            f"the file is not valid UTF-8: byte 0x{data[e.start]:02x} at offset {e.start} "
+            f"(line {line}): {e.reason}",
+        ) from None
+
+
+def _too_deep(source: str, line: int) -> ConfigError:
+    return _decode_error(
+        source, f"the document is nested more than {MAX_DEPTH} levels deep (line {line})"
+    )
+
+
+def _check_json_shape(text: str, source: str) -> None:
+    """Bound the nesting of a JSON text in one pass over its brackets (strings skipped)."""
+    depth = 0
+    in_string = escaped = False
+    line = 1
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _too_deep(source, line)
+        elif ch in "]}":
+            depth -= 1
+
+
+def _line(event: yaml.Event) -> int:
+    mark = event.start_mark
+    return mark.line + 1 if mark is not None else 0
+
+
+def _check_yaml_shape(text: str, source: str) -> None:
+    """Bound a YAML stream's nesting and the size its aliases expand to, from its events
+    (PyYAML's parser keeps an explicit stack; only the composer recurses)."""
+    # Per open collection: its anchor and the node count when it opened.
+    open_nodes: list[tuple[str | None, int]] = []
+    sizes: dict[str, int] = {}
+    nodes = 0
+    try:
+        for event in yaml.parse(text, Loader=_StrictLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                nodes += 1
+                open_nodes.append((event.anchor, nodes))
+                if len(open_nodes) > MAX_DEPTH:
+                    raise _too_deep(source, _line(event))
+            elif isinstance(event, yaml.CollectionEndEvent):
+                if open_nodes:
+                    anchor, first = open_nodes.pop()
+                    if anchor is not None:
+                        sizes[anchor] = nodes - first + 1
+            elif isinstance(event, yaml.ScalarEvent):
+                nodes += 1
+                if event.anchor is not None:
+                    sizes[event.anchor] = 1
+            elif isinstance(event, yaml.AliasEvent):
+                if any(anchor == event.anchor for anchor, _ in open_nodes):
+                    raise _decode_error(
+                        source,
+                        f"alias *{event.anchor} refers to a node that contains it "
+                        f"(line {_line(event)})",
+                    )
+                nodes += sizes.get(event.anchor or "", 1)
+            if nodes > MAX_NODES:
+                raise _decode_error(
+                    source,
+                    f"the document expands to more than {MAX_NODES:,} nodes (YAML aliases)",
+                )
+    except yaml.YAMLError as e:
+        raise _decode_error(source, f"invalid YAML: {e}") from None
+
+
 def _parse(data: bytes, source: str) -> Any:
-    text = data.decode("utf-8-sig")
+    text = _text(data, source)
     stripped = text.lstrip()
     if stripped.startswith("{"):
+        _check_json_shape(text, source)
         try:
             return json.loads(text, object_pairs_hook=_json_pairs)
         except json.JSONDecodeError as e:
-            raise ConfigError(
-                [FieldError(ferr.DECODE, "", detail=f"invalid JSON: {e}")], source
-            ) from e
+            raise _decode_error(source, f"invalid JSON: {e}") from e
+    _check_yaml_shape(text, source)
     try:
         docs = [d for d in yaml.load_all(text, Loader=_StrictLoader) if d is not None]
     except yaml.YAMLError as e:
-        raise ConfigError([FieldError(ferr.DECODE, "", detail=f"invalid YAML: {e}")], source) from e
+        raise _decode_error(source, f"invalid YAML: {e}") from e
     if len(docs) > 1:
-        raise ConfigError(
-            [FieldError(ferr.DECODE, "", detail="expected one YAML document, found several")],
-            source,
-        )
+        raise _decode_error(source, "expected one YAML document, found several")
     return docs[0] if docs else None
 
 
@@ -123,6 +227,19 @@ def _check_type_meta(doc: Any, source: str) -> None:
         )
     api_version = doc.get("apiVersion")
     kind = doc.get("kind")
+    for field, value in (("apiVersion", api_version), ("kind", kind)):
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(
+                [
+                    FieldError(
+                        ferr.DECODE,
+                        field,
+                        detail=f"cannot unmarshal {json_type_name(value)} into Go value of type "
+                        "string",
+                    )
+                ],
+                source,
+            )
     if not kind:
         raise ConfigError([FieldError(ferr.DECODE, "", detail="Object 'Kind' is missing")], source)
     if not api_version:
@@ -152,7 +269,11 @@ def decode_config_bytes(
     """Parse, strictly decode and default a config without validating it."""
     doc = _parse(data, source)
     _check_type_meta(doc, source)
-    cfg, errs = decode_config(doc)
+    try:
+        cfg, errs = decode_config(doc)
+    except RecursionError:
+        # Not reached within MAX_DEPTH; kept so that no traceback can ever escape.
+        raise _decode_error(source, "the document is nested too deeply") from None
     if errs or cfg is None:
         raise ConfigError(errs, source)
     return set_defaults(cfg, gates)

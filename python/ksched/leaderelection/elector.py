@@ -14,7 +14,13 @@ The algorithm is ``k8s.io/client-go/tools/leaderelection``'s:
   ``leaseTransitions``; a new holder increments ``leaseTransitions``. Every write is a
   PUT with the resourceVersion read, so two candidates never both win;
 * **renew** — every ``retryPeriod`` after the previous renewal, retry (each
-  ``retryPeriod``) for at most ``renewDeadline``; when that fails the lease is lost;
+  ``retryPeriod``) until ``renewDeadline`` after the last *successful* renewal was
+  sent; when that passes the lease is lost. client-go gives each renew cycle a fresh
+  ``now + renewDeadline``, so a leader paused longer than the Lease and then resumed
+  still counts itself leading for another renewDeadline; here the deadline is fixed
+  by :attr:`LeaderElector.renewed_at` (the monotonic time the last successful acquire
+  or renew request was sent), which is also what the write fence reads
+  (:mod:`.fencing`);
 * **release** (``ReleaseOnCancel``) — re-read the Lease and, when still the holder,
   write an empty ``holderIdentity`` with ``leaseDurationSeconds: 1`` (retrying on
   conflict), so a standby takes over at its next attempt instead of waiting out the
@@ -124,6 +130,10 @@ class LeaderElector:
         self._reported_leader = ""
         #: Whether this elector currently leads (for leader_election_master_status).
         self.leading = False
+        #: Monotonic time at which the last successful acquire/renew request was sent
+        #: (None: never held, or released). Others may take the Lease only a full
+        #: leaseDuration after they saw that renewal, hence after this time.
+        self.renewed_at: float | None = None
 
     # ---- state -----------------------------------------------------------------------
 
@@ -142,6 +152,11 @@ class LeaderElector:
     def _set_observed(self, record: LeaderElectionRecord) -> None:
         self.observed_record = record
         self.observed_time = self.clock.monotonic()
+
+    def _renewed(self, record: LeaderElectionRecord, sent: float) -> None:
+        """Our record was written: observe it, and remember when its request left."""
+        self._set_observed(record)
+        self.renewed_at = sent
 
     def _lease_valid(self, now: float) -> bool:
         return self.observed_time + self.observed_record.lease_duration_seconds > now
@@ -179,24 +194,26 @@ class LeaderElector:
         if self.is_leader() and self._lease_valid(self.clock.monotonic()):
             record.acquire_time = self.observed_record.acquire_time
             record.leader_transitions = self.observed_record.leader_transitions
+            sent = self.clock.monotonic()
             try:
                 await self.lock.update(record)
             except (APIError, OSError, TimeoutError) as exc:
                 log.info("failed to update lease %s optimistically (%s); falling back to slow "
                          "path", self.lock.describe(), exc)  # fmt: skip
             else:
-                self._set_observed(record)
+                self._renewed(record, sent)
                 return True
         # 2. Read the Lease, or create it.
         try:
             old, raw = await self.lock.get()
         except NotFound:
+            sent = self.clock.monotonic()
             try:
                 await self.lock.create(record)
             except (APIError, OSError, TimeoutError) as exc:
                 log.error("error initially creating lease %s: %s", self.lock.describe(), exc)
                 return False
-            self._set_observed(record)
+            self._renewed(record, sent)
             return True
         except (APIError, OSError, TimeoutError) as exc:
             log.error("error retrieving lease %s: %s", self.lock.describe(), exc)
@@ -217,12 +234,13 @@ class LeaderElector:
             record.leader_transitions = old.leader_transitions
         else:
             record.leader_transitions = old.leader_transitions + 1
+        sent = self.clock.monotonic()
         try:
             await self.lock.update(record)
         except (APIError, OSError, TimeoutError) as exc:
             log.error("failed to update lease %s: %s", self.lock.describe(), exc)
             return False
-        self._set_observed(record)
+        self._renewed(record, sent)
         return True
 
     async def _try_coordinated_renew(self) -> bool:
@@ -249,12 +267,13 @@ class LeaderElector:
         record.acquire_time = old.acquire_time
         record.leader_transitions = old.leader_transitions
         record.strategy = old.strategy
+        sent = self.clock.monotonic()
         try:
             await self.lock.update(record)
         except (APIError, OSError, TimeoutError) as exc:
             log.error("failed to update lease %s: %s", self.lock.describe(), exc)
             return False
-        self._set_observed(record)
+        self._renewed(record, sent)
         return True
 
     async def _attempt(self, timeout: float) -> bool:
@@ -290,7 +309,8 @@ class LeaderElector:
         lost (no successful renewal within ``renewDeadline``)."""
         desc = self.lock.describe()
         while not stop.is_set():
-            deadline = self.clock.monotonic() + self.renew_deadline
+            last = self.renewed_at if self.renewed_at is not None else self.clock.monotonic()
+            deadline = last + self.renew_deadline
             ok = False
             while not stop.is_set():
                 remaining = deadline - self.clock.monotonic()
@@ -349,6 +369,7 @@ class LeaderElector:
                 log.error("failed to release lease %s: %s", self.lock.describe(), exc)
                 return False
             self._set_observed(record)
+            self.renewed_at = None
             log.info("released lease %s", self.lock.describe())
             return True
 

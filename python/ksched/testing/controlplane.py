@@ -717,21 +717,15 @@ class ControlPlane:
             return status, raw.decode(errors="replace")
 
     def create_node(self, obj: Any) -> str:
-        """Create a node and set its status (the API drops ``status`` on create, so a
-        node needs a second call to report capacity and Ready); returns its name.
-        Raises ``RuntimeError`` naming the node when the API refuses either call."""
+        """Create a node, status included, in one call; returns its name. The apiserver
+        keeps a Node's ``status`` on create (unlike a Pod's) and defaults
+        ``status.allocatable`` from ``status.capacity`` when it is absent, so capacity,
+        allocatable and conditions need no second call. Raises ``RuntimeError`` naming
+        the node when the API refuses it."""
         name = str(obj["metadata"]["name"])
         status, body = self.request("POST", "/api/v1/nodes", obj)
         if status != 201:
             raise RuntimeError(f"creating node {name}: HTTP {status}: {body}")
-        status, body = self.request(
-            "PATCH",
-            f"/api/v1/nodes/{name}/status",
-            {"status": obj.get("status") or {}},
-            content_type="application/merge-patch+json",
-        )
-        if status != 200:
-            raise RuntimeError(f"setting the status of node {name}: HTTP {status}: {body}")
         return name
 
     def kubeconfig_for(self, user: str, groups: Sequence[str] = ()) -> Path:

@@ -133,6 +133,18 @@ MALFORMED_CASES = [
     ("images-not-array", ("status", "images"), {}, "status.images"),
     ("image-size-string", ("status", "images"), [{"sizeBytes": "1"}], "status.images[0].sizeBytes"),
     ("image-name-not-string", ("status", "images"), [{"names": [1]}], "status.images[0].names[0]"),
+    (
+        "image-size-beyond-int64",
+        ("status", "images"),
+        [{"names": ["a"], "sizeBytes": 2**63}],
+        "status.images[0].sizeBytes",
+    ),
+    (
+        "image-size-below-int64",
+        ("status", "images"),
+        [{"names": ["a"], "sizeBytes": -(2**63) - 1}],
+        "status.images[0].sizeBytes",
+    ),
     ("status-not-object", ("status",), "x", "status"),
 ]
 

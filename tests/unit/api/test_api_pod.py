@@ -653,6 +653,26 @@ MALFORMED_CASES = [
         [ctr("i", {"cpu": "1..2"})],
         "spec.initContainers[0].resources.requests.cpu",
     ),
+    (
+        "host-port-beyond-int64",
+        ("spec", "containers"),
+        [ctr("c", ports=[{"containerPort": 80, "hostPort": 2**63}])],
+        "spec.containers[0].ports[0].hostPort",
+    ),
+    (
+        "host-port-beyond-int32",
+        ("spec", "containers"),
+        [ctr("c", ports=[{"hostPort": 2**31}])],
+        "spec.containers[0].ports[0].hostPort",
+    ),
+    ("priority-beyond-int32", ("spec", "priority"), 2**31, "spec.priority"),
+    ("priority-below-int32", ("spec", "priority"), -(2**31) - 1, "spec.priority"),
+    (
+        "toleration-seconds-beyond-int64",
+        ("spec", "tolerations"),
+        [{"key": "a", "operator": "Exists", "tolerationSeconds": 2**63}],
+        "spec.tolerations[0].tolerationSeconds",
+    ),
     ("priority-string", ("spec", "priority"), "high", "spec.priority"),
     ("priority-boolean", ("spec", "priority"), True, "spec.priority"),
     ("node-name", ("spec", "nodeName"), 1, "spec.nodeName"),
@@ -719,6 +739,26 @@ def test_malformed_pod_names_the_field(path: tuple[str, ...], value: Any, field:
     if path[0] != "metadata":
         assert err.name == "default/web-1"
     assert str(err).startswith(f"Pod {err.name}: {field}: ")
+
+
+def test_out_of_range_integer_message() -> None:
+    obj = make_pod([ctr("c", ports=[{"hostPort": 2**63}])])
+    with pytest.raises(InvalidObjectError) as info:
+        Pod.from_dict(obj)
+    assert str(info.value) == (
+        "Pod default/web-1: spec.containers[0].ports[0].hostPort: 9223372036854775808 is out "
+        "of range for int32"
+    )
+
+
+def test_integers_at_the_edges_of_their_range_are_kept() -> None:
+    obj = make_pod([ctr("c", ports=[{"hostPort": 2**31 - 1}])])
+    obj["spec"]["priority"] = -(2**31)
+    obj["spec"]["tolerations"] = [{"key": "a", "tolerationSeconds": 2**63 - 1}]
+    pod = Pod.from_dict(obj)
+    assert pod.priority == -(2**31)
+    assert pod.host_ports == [("TCP", "0.0.0.0", 2**31 - 1)]
+    assert pod.tolerations[0].toleration_seconds == 2**63 - 1
 
 
 def test_quantity_error_message_matches_upstream_wording() -> None:

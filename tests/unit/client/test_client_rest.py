@@ -335,3 +335,124 @@ async def test_a_waiting_request_keeps_its_object_and_encodes_it_once_sent(
     assert encoded == [{"n": 1}, {"n": 2}]
     assert bodies == [b'{"n":1}', b'{"n":2}']
     assert srv.requests[0][2]["Content-Type"] == "application/json"
+
+
+# ---- the write guard (lease fencing) ------------------------------------------------
+
+
+class Refused(APIError):
+    def __init__(self) -> None:
+        super().__init__(0, "Fenced", "refused")
+
+
+class Guard:
+    """Refuses once ``closed``; records what it was asked about."""
+
+    def __init__(self) -> None:
+        self.closed = False
+        self.calls: list[tuple[str, str]] = []
+
+    def __call__(self, method: str, path: str) -> None:
+        self.calls.append((method, path))
+        if self.closed:
+            raise Refused()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        pytest.param("POST", "/api/v1/namespaces/d/pods/p/binding", {"a": 1}, id="post-binding"),
+        pytest.param("PATCH", "/api/v1/namespaces/d/pods/p/status", {"s": 1}, id="patch-status"),
+        pytest.param("DELETE", "/api/v1/namespaces/d/pods/p", {"kind": "D"}, id="delete-pod"),
+        pytest.param("PUT", "/api/v1/persistentvolumes/pv", {"m": 1}, id="put-object"),
+        pytest.param("POST", "/api/v1/namespaces/d/events", None, id="post-without-body"),
+    ],
+)
+async def test_a_refusing_write_guard_stops_the_write_before_it_is_sent(
+    server: tuple[Server, str], method: str, path: str, body: Any
+) -> None:
+    srv, host = server
+    guard = Guard()
+    async with client(host) as rc:
+        rc.write_guard = guard
+        await rc.request(method, path, json_body=body)  # open: sent
+        assert len(srv.requests) == 1
+        guard.closed = True
+        with pytest.raises(Refused):
+            await rc.request(method, path, json_body=body)
+        await asyncio.sleep(0.05)
+        assert len(srv.requests) == 1  # nothing of the refused write reached the server
+        # The connection stays usable for the next request.
+        guard.closed = False
+        await rc.request(method, path, json_body=body)
+        assert len(srv.requests) == 2
+    assert all(c == (method, path) for c in guard.calls)
+
+
+async def test_the_write_guard_is_asked_after_the_rate_limiter_wait(
+    server: tuple[Server, str],
+) -> None:
+    srv, host = server
+    guard = Guard()
+    cfg = ClientConfig(host=host, qps=5, burst=1)
+    async with RestClient(cfg) as rc:
+        rc.write_guard = guard
+        await rc.request("POST", "/first", json_body={})
+        # The second write waits ~0.2 s for a token; the guard closes meanwhile.
+        second = asyncio.ensure_future(rc.request("POST", "/second", json_body={}))
+        await asyncio.sleep(0.05)
+        assert not second.done() and len(guard.calls) == 2  # headers + body of /first
+        guard.closed = True
+        with pytest.raises(Refused):
+            await second
+    assert [p for _, p, _ in srv.requests] == ["/first"]
+
+
+async def test_reads_and_watches_are_never_guarded(server: tuple[Server, str]) -> None:
+    srv, host = server
+    guard = Guard()
+    guard.closed = True
+    async with client(host) as rc:
+        rc.write_guard = guard
+        assert await rc.request_json("GET", "/api/v1/pods") == {}
+    assert guard.calls == []
+    assert len(srv.requests) == 1
+
+
+async def test_the_cluster_api_installs_the_guard_on_its_scheduling_client_only(
+    server: tuple[Server, str],
+) -> None:
+    srv, host = server
+    guard = Guard()
+    guard.closed = True
+    srv.handler = lambda r: web.json_response({"metadata": {"name": "l"}, "spec": {}})
+    api = KubeClusterAPI(ClientConfig(host=host, qps=-1, burst=0))
+    try:
+        api.set_write_guard(guard)
+        with pytest.raises(Refused):
+            await api.bind(namespace="d", name="p", uid="u", node_name="n")
+        # Leases go through the leader election client, which is never fenced.
+        await api.update_lease(lease={"metadata": {"namespace": "d", "name": "l"}})
+    finally:
+        await api.close()
+    assert [m for m, _, _ in srv.requests] == ["PUT"]
+
+
+async def test_a_guard_that_closes_between_headers_and_body_still_stops_the_write(
+    server: tuple[Server, str],
+) -> None:
+    srv, host = server
+
+    class ClosesAfterHeaders(Guard):
+        def __call__(self, method: str, path: str) -> None:
+            self.closed = len(self.calls) >= 1  # the headers check passes, the body's fails
+            super().__call__(method, path)
+
+    guard = ClosesAfterHeaders()
+    async with client(host) as rc:
+        rc.write_guard = guard
+        with pytest.raises(Refused):
+            await rc.request("POST", "/api/v1/namespaces/d/pods/p/binding", json_body={"a": 1})
+    await asyncio.sleep(0.05)
+    assert len(guard.calls) == 2
+    assert srv.requests == []

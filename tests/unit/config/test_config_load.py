@@ -59,6 +59,15 @@ def test_missing_kind_and_api_version() -> None:
     ]
 
 
+def test_api_version_and_kind_must_be_strings() -> None:
+    assert errors_of("apiVersion: [a]\nkind: KubeSchedulerConfiguration\n", header=False) == [
+        "apiVersion: cannot unmarshal array into Go value of type string"
+    ]
+    assert errors_of("apiVersion: v1\nkind: {a: b}\n", header=False) == [
+        "kind: cannot unmarshal object into Go value of type string"
+    ]
+
+
 def test_document_must_be_an_object() -> None:
     assert errors_of("- a\n- b\n", header=False) == ["the configuration must be a YAML/JSON object"]
 
@@ -323,3 +332,101 @@ def test_validate_config_main_prints_every_error(tmp_path: Path) -> None:
         "  - parallelism: Invalid value: 0: should be an integer value greater than zero\n"
         "  - podInitialBackoffSeconds: Invalid value: 0: must be greater than 0\n"
     )
+
+
+# ------------------------------------------------------------------ hostile files
+
+
+def _deep_yaml(levels: int) -> str:
+    return "foo: " + "[" * levels + "]" * levels + "\n"
+
+
+def _deep_json(levels: int) -> str:
+    return (
+        '{"apiVersion": "kubescheduler.config.k8s.io/v1", "foo": '
+        + "[" * levels
+        + "]" * levels
+        + "}"
+    )
+
+
+def _laughs(levels: int) -> str:
+    lines = ["l0: &l0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels):
+        lines.append(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        pytest.param(
+            (HEADER + "# caf\xe9\n").encode("latin-1"),
+            "the file is not valid UTF-8: byte 0xe9 at offset 81 (line 3): invalid "
+            "continuation byte",
+            id="invalid-utf8-in-a-comment",
+        ),
+        pytest.param(
+            HEADER.encode("utf-16-le"),
+            "invalid YAML",
+            id="utf16-without-bom-is-not-utf8",
+        ),
+        pytest.param(
+            (HEADER + _deep_yaml(5000)).encode(),
+            "the document is nested more than 100 levels deep (line 3)",
+            id="yaml-sequences-5000-deep",
+        ),
+        pytest.param(
+            (HEADER + "a:\n" + "".join("  " * i + "b:\n" for i in range(1, 5000))).encode(),
+            "the document is nested more than 100 levels deep (line 103)",
+            id="yaml-mappings-5000-deep",
+        ),
+        pytest.param(
+            _deep_json(5000).encode(),
+            "the document is nested more than 100 levels deep (line 1)",
+            id="json-arrays-5000-deep",
+        ),
+        pytest.param(
+            (HEADER + "a: &a [1, *a]\n").encode(),
+            "alias *a refers to a node that contains it (line 3)",
+            id="yaml-alias-inside-its-own-anchor",
+        ),
+        pytest.param(
+            (HEADER + _laughs(9)).encode(),
+            "the document expands to more than 1,000,000 nodes (YAML aliases)",
+            id="yaml-billion-laughs",
+        ),
+    ],
+)
+def test_hostile_files_get_an_error_naming_the_file(
+    tmp_path: Path, data: bytes, error: str
+) -> None:
+    src = tmp_path / "sched.yaml"
+    src.write_bytes(data)
+    with pytest.raises(ConfigError) as info:
+        load_config(src)
+    assert str(info.value).startswith(f"{src}: {error}")
+    out, err = io.StringIO(), io.StringIO()
+    assert validate_config_main(src, stdout=out, stderr=err) == 1
+    assert err.getvalue().startswith(f"{src}: invalid KubeSchedulerConfiguration (1 error):\n")
+    assert "Traceback" not in err.getvalue()
+
+
+def test_nesting_up_to_the_limit_is_decoded() -> None:
+    # 1 (the document) + 1 (profiles) + 1 (its item) + ... stays within MAX_DEPTH: the
+    # strict decoder then reports the unknown field, no recursion error.
+    assert errors_of(_deep_yaml(98)) == ['unknown field "foo"']
+
+
+def test_aliases_that_expand_moderately_load() -> None:
+    cfg = load(
+        """\
+        profiles:
+        - schedulerName: a
+          plugins: &plugins {score: {disabled: [{name: ImageLocality}]}}
+        - schedulerName: b
+          plugins: *plugins
+        """
+    )
+    assert [p.scheduler_name for p in cfg.profiles] == ["a", "b"]
+    assert cfg.profiles[0].plugins == cfg.profiles[1].plugins

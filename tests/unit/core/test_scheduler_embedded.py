@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections import Counter
 from collections.abc import Callable
+
+import pytest
 
 from ksched.cluster import APIError
 from ksched.framework.profile import default_profile
@@ -140,6 +143,144 @@ async def test_bad_objects_are_reported_and_everything_else_is_scheduled() -> No
         assert "status.allocatable" in sched.invalid_objects["Node bad"]
         assert "Pod default/bad-pod" in sched.invalid_objects
         assert "requests.memory" in sched.invalid_objects["Pod default/bad-pod"]
+
+
+def _bad_weight(pod: dict) -> None:  # type: ignore[type-arg]
+    pod["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": "heavy", "preference": {"matchExpressions": []}}
+            ]
+        }
+    }
+
+
+def _bad_spread(pod: dict) -> None:  # type: ignore[type-arg]
+    pod["spec"]["topologySpreadConstraints"] = [
+        {"maxSkew": 2**64, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+    ]
+
+
+def _huge_host_port(pod: dict) -> None:  # type: ignore[type-arg]
+    pod["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 2**63}]
+
+
+def _bad_toleration_operator(pod: dict) -> None:  # type: ignore[type-arg]
+    pod["spec"]["tolerations"] = [{"key": "k", "operator": "Maybe"}]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        pytest.param(
+            _bad_weight,
+            "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
+            id="affinity-weight-not-an-integer",
+        ),
+        pytest.param(
+            _bad_spread, "spec.topologySpreadConstraints[0].maxSkew", id="max-skew-beyond-int64"
+        ),
+        pytest.param(
+            _huge_host_port,
+            "spec.containers[0].ports[0].hostPort",
+            id="host-port-out-of-int32",
+        ),
+        pytest.param(
+            _bad_toleration_operator,
+            "spec.tolerations[0].operator",
+            id="unknown-toleration-operator",
+        ),
+    ],
+)
+async def test_invalid_pending_pod_gets_an_event_and_the_rest_is_scheduled(
+    mutate: Callable[[dict], None],  # type: ignore[type-arg]
+    field: str,
+) -> None:
+    c = InMemoryCluster()
+    c.create("nodes", make_node("n1"))
+    bad = make_pod("bad")
+    mutate(bad)
+    c.create("pods", bad)
+    async with Running(c) as sched:
+        c.create("pods", make_pod("ok"))
+        await wait_for(lambda: "ok" in bound_pods(c))
+        await wait_for(lambda: c.event_counts.get("FailedScheduling", 0) == 1)
+        assert "bad" not in bound_pods(c)
+        message = sched.invalid_objects["Pod default/bad"]
+        assert message.startswith(f"Pod default/bad: {field}: "), message
+        event = next(e for e in c.events if e["reason"] == "FailedScheduling")
+        assert event["regarding"]["name"] == "bad"
+        assert event["type"] == "Warning"
+        assert event["note"] == message
+        # Fixed: the pod is scheduled and no longer reported.
+        fixed = copy.deepcopy(c.get("pods", "default/bad"))
+        assert fixed is not None
+        fixed["spec"] = make_pod("bad")["spec"]
+        c.update("pods", fixed)
+        await wait_for(lambda: "bad" in bound_pods(c))
+        assert "Pod default/bad" not in sched.invalid_objects
+
+
+async def test_invalid_pod_of_another_scheduler_gets_no_event() -> None:
+    c = InMemoryCluster()
+    c.create("nodes", make_node("n1"))
+    other = make_pod("other", scheduler_name="someone-else")
+    _bad_weight(other)
+    c.create("pods", other)
+    async with Running(c):
+        c.create("pods", make_pod("ok"))
+        await wait_for(lambda: "ok" in bound_pods(c))
+        await asyncio.sleep(0.05)
+    assert c.event_counts.get("FailedScheduling", 0) == 0
+
+
+async def test_standby_reports_invalid_pods_only_once_it_schedules() -> None:
+    c = InMemoryCluster()
+    c.create("nodes", make_node("n1"))
+    bad = make_pod("bad")
+    _bad_weight(bad)
+    c.create("pods", bad)
+    sched = Scheduler(c, {"default-scheduler": default_profile()}, seed=1)
+    await sched.start()  # informers only, as a hot standby
+    await asyncio.sleep(0.05)
+    assert "Pod default/bad" in sched.invalid_objects
+    assert c.event_counts.get("FailedScheduling", 0) == 0
+    task = asyncio.get_running_loop().create_task(sched.run())
+    try:
+        await wait_for(lambda: c.event_counts.get("FailedScheduling", 0) == 1)
+    finally:
+        await sched.shutdown()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_bound_pod_with_a_malformed_term_still_occupies_its_node() -> None:
+    c = InMemoryCluster()
+    c.create("nodes", make_node("n1", cpu="1"))
+    bound = make_pod("bound", cpu="800m")
+    bound["spec"]["nodeName"] = "n1"
+    _bad_weight(bound)
+    c.create("pods", bound)
+    async with Running(c) as sched:
+        c.create("pods", make_pod("new", cpu="500m"))
+        await wait_for(lambda: c.event_counts.get("FailedScheduling", 0) >= 1)
+        assert "new" not in bound_pods(c)
+        assert sched.cache.snapshot.requested("n1", "cpu") == 800
+        assert "Pod default/bound" in sched.invalid_objects
+    notes = [e["note"] for e in c.events if e["reason"] == "FailedScheduling"]
+    assert all("Insufficient cpu" in n for n in notes), notes
+
+
+async def test_node_the_snapshot_refuses_is_reported_and_skipped() -> None:
+    c = InMemoryCluster()
+    c.create("nodes", make_node("good"))
+    bad = make_node("bad")
+    bad["spec"]["taints"] = [{"key": "k", "effect": "Sometimes"}]
+    c.create("nodes", bad)
+    async with Running(c) as sched:
+        c.create("pods", make_pod("p"))
+        await wait_for(lambda: bound_pods(c).get("p") == "good")
+        assert sched.invalid_objects["Node bad"].startswith("Node bad: spec.taints[0].effect: ")
 
 
 async def test_failed_binding_is_forgotten_and_retried() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import re
+import time
 from typing import Any
 
 import pytest
@@ -306,3 +307,53 @@ async def test_lease_candidate_is_created_and_answers_pings() -> None:
     clock.advance(301)
     await cand.ensure()
     assert cand.renewals == 2  # every 5 minutes without a ping
+
+
+async def test_renewed_at_is_when_the_successful_request_was_sent_not_answered() -> None:
+    api, clock = InMemoryCluster(), FakeClock()
+    a = elector(api, "a", clock)
+    assert a.renewed_at is None
+    assert await a.try_acquire_or_renew()
+    assert a.renewed_at == 1000.0
+    real_update = api.update_lease
+
+    async def slow(**kwargs: Any) -> Any:
+        clock.advance(7.0)  # the answer comes back 7 s later (a pause, a slow apiserver)
+        return await real_update(**kwargs)
+
+    api.update_lease = slow  # type: ignore[method-assign]
+    clock.advance(2.0)
+    assert await a.try_acquire_or_renew()
+    assert a.renewed_at == 1002.0  # the send time: others saw the record only after it
+    assert a.observed_time == 1009.0
+    api.update_lease = real_update  # type: ignore[method-assign]
+    # A failed attempt leaves it alone; releasing clears it.
+    b = elector(api, "b", clock)
+    assert not await b.try_acquire_or_renew() and b.renewed_at is None
+    assert await a.release()
+    assert a.renewed_at is None
+
+
+async def test_a_renew_loop_resumed_after_a_pause_gives_up_without_renewing() -> None:
+    # client-go starts each renew cycle with a fresh now + renewDeadline, so a leader
+    # frozen longer than its lease renews on resume and keeps leading; here the
+    # deadline counts from the last successful renewal.
+    api = InMemoryCluster()
+    a = elector(api, "a", lease_duration=1, renew_deadline=0.5, retry_period=0.1)
+    stop = asyncio.Event()
+    assert await asyncio.wait_for(a.acquire(stop), 2)
+    renew = asyncio.get_running_loop().create_task(a.renew(stop))
+    await asyncio.sleep(0.25)
+    attempts = 0
+    real_update = api.update_lease
+
+    async def counting(**kwargs: Any) -> Any:
+        nonlocal attempts
+        attempts += 1
+        return await real_update(**kwargs)
+
+    api.update_lease = counting  # type: ignore[method-assign]
+    time.sleep(0.8)  # the whole process freezes past renewDeadline
+    assert await asyncio.wait_for(renew, 1) is False
+    assert attempts == 0
+    assert not a.leading

@@ -17,9 +17,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from ksched._core import CompiledPod, Snapshot
+from ksched.api.errors import InvalidObjectError
 from ksched.api.node import Node
 from ksched.api.pod import Pod
-from ksched.backend.compile import compile_pod
+from ksched.backend.compile import compile_bound_pod
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +48,21 @@ class Cache:
     # ---- nodes -------------------------------------------------------------------
 
     def upsert_node(self, node: Node) -> None:
-        self.snapshot.upsert_node(
-            node.name,
-            node.allocatable,
-            node.labels,
-            [(t.key, t.value, t.effect) for t in node.taints],
-            node.unschedulable,
-            [(list(names), size) for names, size in node.images],
-        )
+        """Add or replace a node. Raises :class:`InvalidObjectError` (the node is left
+        as it was) when the Rust snapshot refuses one of its fields."""
+        try:
+            self.snapshot.upsert_node(
+                node.name,
+                node.allocatable,
+                node.labels,
+                [(t.key, t.value, t.effect) for t in node.taints],
+                node.unschedulable,
+                [(list(names), size) for names, size in node.images],
+            )
+        except ValueError as exc:
+            text = str(exc).removeprefix(f"Node {node.name}: ")
+            field, _, message = text.partition(": ")
+            raise InvalidObjectError("Node", node.name, field, message) from None
         self.nodes[node.name] = node
         self.touch(node.name)
 
@@ -80,11 +88,13 @@ class Cache:
 
     # ---- pods --------------------------------------------------------------------
 
-    def add_pod(self, pod: Pod, compiled: CompiledPod | None = None) -> None:
+    def add_pod(self, pod: Pod, compiled: CompiledPod | None = None) -> InvalidObjectError | None:
         """A bound pod seen through the informer (added or updated).
 
         Confirms a pod this scheduler assumed on the same node; re-accounts a pod that
-        changed or moved.
+        changed or moved. A pod whose terms cannot be compiled is accounted by its
+        requests, ports, labels and images (:func:`compile_bound_pod`); the error is
+        returned for the caller to report.
         """
         cached = self._pods.get(pod.uid)
         if cached is not None and cached.assumed and cached.node_name == pod.node_name:
@@ -92,7 +102,7 @@ class Cache:
             cached.assumed = False
             cached.pod = pod
             self.touch(pod.node_name)
-            return
+            return None
         if (
             cached is not None
             and cached.node_name == pod.node_name
@@ -104,13 +114,15 @@ class Cache:
         ):
             cached.pod = pod
             self.touch(pod.node_name)
-            return
+            return None
+        error = None
         if compiled is None:
-            compiled = compile_pod(pod)
+            compiled, error = compile_bound_pod(pod)
         self.snapshot.add_pod(compiled, pod.node_name)
         if cached is not None:
             self._unindex(cached)
         self._index(_CachedPod(pod, compiled, pod.node_name, assumed=False))
+        return error
 
     def confirm_assumed(self, uid: str, node_name: str) -> bool:
         """The API server bound a pod this scheduler assumed on ``node_name``: confirm it
@@ -144,6 +156,14 @@ class Cache:
             del self._pods[uid]
             self._unindex(cached)
             self.snapshot.remove_pod(uid)
+
+    def forget_all_assumed(self) -> int:
+        """Forget every assumed pod (this replica stopped leading: its decisions that
+        are not bound yet will not be). Returns how many there were."""
+        assumed = [uid for uid, c in self._pods.items() if c.assumed]
+        for uid in assumed:
+            self.forget(uid)
+        return len(assumed)
 
     def _index(self, cached: _CachedPod) -> None:
         uid = cached.pod.uid
