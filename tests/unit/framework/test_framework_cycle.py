@@ -338,7 +338,10 @@ async def test_failure_condition_carries_the_generation_and_keeps_its_transition
         stored = c.get("pods", "default/p") or {}
         status = {**stored["status"], "conditions": [{**first, "lastTransitionTime": old}]}
         c.update("pods", {**stored, "status": status})
-        c.create("nodes", make_node("second-small", cpu="1"))  # another message
+        # Another message: a node big enough (NodeResourcesFit's hint queues the pod)
+        # but tainted, so the pod fails again, now over two nodes.
+        taint = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+        c.create("nodes", make_node("second", cpu="16", taints=[taint]))
         await wait_for(lambda: "0/2 nodes" in (condition(c, "p") or {}).get("message", ""))
         assert (condition(c, "p") or {})["lastTransitionTime"] == old
         assert sched.stats.unschedulable >= 2
