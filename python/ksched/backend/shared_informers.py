@@ -24,14 +24,34 @@ from ksched.cluster import KIND_NAMES, ClusterAPI, Kind
 
 Obj = dict[str, Any]
 
-__all__ = ["SharedInformer", "SharedInformers", "kind_of_resource"]
+__all__ = ["SCHEDULER_KINDS", "SharedInformer", "SharedInformers", "kind_of_resource"]
 
-_RESOURCE_KINDS: dict[str, Kind] = {name: kind for kind, name in KIND_NAMES.items()}  # type: ignore[misc]
+#: Kinds the scheduler lists and watches itself, with handlers of its own (the cache,
+#: the queue, namespaces and the workloads of default spreading, PDBs).
+SCHEDULER_KINDS: frozenset[str] = frozenset(
+    {
+        "pods",
+        "nodes",
+        "namespaces",
+        "services",
+        "replicationcontrollers",
+        "replicasets",
+        "statefulsets",
+        "poddisruptionbudgets",
+    }
+)
+
+_RESOURCE_KINDS: dict[str, Kind] = {
+    name: kind  # type: ignore[misc]
+    for kind, name in KIND_NAMES.items()
+    if kind not in SCHEDULER_KINDS
+}
 
 
 def kind_of_resource(resource: str) -> Kind | None:
     """The informer kind of a cluster-event resource (``PersistentVolumeClaim`` →
-    ``persistentvolumeclaims``); None for resources the scheduler watches itself."""
+    ``persistentvolumeclaims``); None for resources the scheduler watches itself
+    (:data:`SCHEDULER_KINDS`: ``Pod`` and ``Node`` events come from its own handlers)."""
     return _RESOURCE_KINDS.get(resource)
 
 

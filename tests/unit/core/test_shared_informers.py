@@ -62,9 +62,7 @@ class NeedsClaim:
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
-            ClusterEventWithHint(
-                ClusterEvent("PersistentVolumeClaim", ActionType.ADD), self._hint
-            )
+            ClusterEventWithHint(ClusterEvent("PersistentVolumeClaim", ActionType.ADD), self._hint)
         ]
 
 
@@ -157,3 +155,11 @@ async def test_embedded_cluster_replaces_and_patches_with_the_apis_rules() -> No
         await c.get_object(kind="persistentvolumeclaims", namespace="default", name="nope")
     got = await c.get_object(kind="persistentvolumeclaims", namespace="default", name="data")
     assert got["metadata"]["labels"]["tier"] == "db"
+
+
+def test_pods_and_nodes_are_not_watched_twice() -> None:
+    # Every profile registers Pod and Node events (the built-in filters, and plugins
+    # without events_to_register are woken by all): they come from the scheduler's own
+    # informers, never from a second, shared one.
+    sched = Scheduler(InMemoryCluster(), {PROFILE: default_profile()})
+    assert sched.shared_informers.all() == []
