@@ -6,15 +6,18 @@
 //! the snapshot's interned ids once per scheduling attempt (the PreFilter step), because
 //! the snapshot's id space grows as nodes arrive.
 
+use std::sync::Arc;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 
 use crate::plugins::inter_pod_affinity::PodAffinitySpec;
 use crate::plugins::node_affinity::NodeAffinitySpec;
 use crate::plugins::pod_topology_spread::SpreadConstraintSpec;
 use crate::plugins::taint::{Effect, Toleration};
 use crate::selector::LabelSelectorSpec;
+use crate::volume::{parse_pod_volumes, KernelRequests, PodVolumeSpec};
 
 #[pyclass(frozen, module = "ksched._core")]
 #[derive(Debug, Clone, Default)]
@@ -56,6 +59,11 @@ pub struct CompiledPod {
     /// `status.startTime` in seconds since the epoch (`None`: not started); preemption
     /// reprieves and ranks victims by it.
     pub start_time: Option<f64>,
+    /// What `spec.volumes` says that the volume plugins read (`None`: nothing).
+    pub volumes: Option<Arc<PodVolumeSpec>>,
+    /// The kernel requests of the current attempt (see `volume`), attached by
+    /// `with_requests`; empty on a pod as compiled.
+    pub kernel: KernelRequests,
 }
 
 impl CompiledPod {
@@ -88,7 +96,7 @@ impl CompiledPod {
         node_name = String::new(), nominated_node_name = String::new(), tolerations = Vec::new(), labels = None, priority = 0,
         node_selector = None, affinity = None, host_ports = Vec::new(), images = Vec::new(),
         topology_spread_constraints = None, default_spread_selector = None, deleting = false,
-        start_time = None
+        start_time = None, volumes = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
@@ -112,8 +120,10 @@ impl CompiledPod {
         default_spread_selector: Option<&Bound<'_, PyAny>>,
         deleting: bool,
         start_time: Option<f64>,
+        volumes: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let key = format!("{namespace}/{name}");
+        let volumes = parse_pod_volumes(volumes, &key)?;
         let mut reqs = Vec::with_capacity(requests.len());
         for (k, v) in requests.iter() {
             let rname: String = k
@@ -246,7 +256,34 @@ impl CompiledPod {
             default_spread_selector,
             deleting,
             start_time,
+            volumes,
+            kernel: KernelRequests::default(),
         })
+    }
+
+    /// This pod with the kernel requests of one attempt attached (the plugins'
+    /// PreFilter results, see `ksched.framework.interface.KernelPreFilterPlugin`); a
+    /// later request of the same class replaces an earlier one.
+    fn with_requests(&self, requests: &Bound<'_, PyList>) -> PyResult<CompiledPod> {
+        let mut out = self.clone();
+        for r in requests.iter() {
+            out.kernel.add(&r)?;
+        }
+        Ok(out)
+    }
+
+    /// This pod without kernel requests (what the cache keeps of an assumed pod).
+    fn without_requests(&self) -> CompiledPod {
+        CompiledPod {
+            kernel: KernelRequests::default(),
+            ..self.clone()
+        }
+    }
+
+    /// Whether kernel requests are attached.
+    #[getter]
+    fn has_requests(&self) -> bool {
+        !self.kernel.is_empty()
     }
 
     #[getter]
@@ -279,7 +316,7 @@ impl CompiledPod {
     /// names its node.
     #[getter]
     fn signature(&self) -> Option<Vec<u8>> {
-        if !self.node_name.is_empty() {
+        if !self.node_name.is_empty() || !self.kernel.is_empty() {
             return None;
         }
         use std::hash::{Hash, Hasher};
@@ -295,6 +332,7 @@ impl CompiledPod {
             &self.node_selector,
             &self.host_ports,
             &self.images,
+            &self.volumes,
         )
             .hash(&mut h);
         format!(

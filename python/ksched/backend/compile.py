@@ -10,6 +10,7 @@ from typing import Any
 
 from ksched._core import CompiledPod
 from ksched.api.pod import Pod, start_time_of
+from ksched.api.volume import volume_spec
 
 
 def compile_pod(pod: Pod, default_spread_selector: dict[str, Any] | None = None) -> CompiledPod:
@@ -35,4 +36,5 @@ def compile_pod(pod: Pod, default_spread_selector: dict[str, Any] | None = None)
         deleting=pod.deletion_timestamp is not None,
         default_spread_selector=default_spread_selector,
         start_time=start_time_of(pod),
+        volumes=volume_spec(pod),
     )

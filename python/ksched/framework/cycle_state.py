@@ -18,6 +18,7 @@ class CycleState:
         "pre_filter_node_plugins",
         "record_plugin_metrics",
         "skip_filter_plugins",
+        "skip_pre_bind_plugins",
         "skip_score_plugins",
     )
 
@@ -31,6 +32,8 @@ class CycleState:
         self.skip_score_plugins: frozenset[str] = frozenset()
         #: Python PreFilter plugins that narrowed the attempt to some node names (sorted).
         self.pre_filter_node_plugins: tuple[str, ...] = ()
+        #: PreBind plugins whose PreBindPreFlight returned Skip: their PreBind does not run.
+        self.skip_pre_bind_plugins: frozenset[str] = frozenset()
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value

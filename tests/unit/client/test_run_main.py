@@ -39,7 +39,8 @@ def test_default_profile_keeps_the_plugins_this_build_has_in_upstream_order() ->
     p = profiles["default-scheduler"]
     upstream_filters = [
         "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-        "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
+        "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
+        "VolumeZone", "PodTopologySpread", "InterPodAffinity",
     ]  # fmt: skip
     assert list(p.filters) == [f for f in upstream_filters if f in _core.FILTER_PLUGINS]
     weights = dict(p.scores)
