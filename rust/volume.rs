@@ -300,6 +300,19 @@ fn parse_reject(reject: Option<(String, String)>) -> PyResult<Option<PreFilterRe
     }
 }
 
+fn reject_tuple(r: &Option<PreFilterReject>) -> Option<(&'static str, String)> {
+    r.as_ref().map(|r| {
+        (
+            if r.error {
+                "Error"
+            } else {
+                "UnschedulableAndUnresolvable"
+            },
+            r.message.clone(),
+        )
+    })
+}
+
 /// VolumeRestrictions' PreFilter result: the pod's claims with the ReadWriteOncePod
 /// access mode (the kernel counts how many of them scheduled pods use).
 #[pyclass(frozen, module = "ksched._core")]
@@ -318,6 +331,12 @@ impl VolumeRestrictionsRequest {
             rwop_claims,
             reject: parse_reject(reject)?,
         })
+    }
+
+    /// The PreFilter verdict carried, `(code, message)`.
+    #[getter]
+    fn reject(&self) -> Option<(&'static str, String)> {
+        reject_tuple(&self.reject)
     }
 
     fn __repr__(&self) -> String {
@@ -348,6 +367,12 @@ impl VolumeZoneRequest {
         })
     }
 
+    /// The PreFilter verdict carried, `(code, message)`.
+    #[getter]
+    fn reject(&self) -> Option<(&'static str, String)> {
+        reject_tuple(&self.reject)
+    }
+
     fn __repr__(&self) -> String {
         format!("VolumeZoneRequest({:?})", self.topologies)
     }
@@ -372,6 +397,17 @@ impl NodeVolumeLimitsRequest {
     #[pyo3(signature = (volumes = Vec::new(), *, errors = Vec::new()))]
     fn py_new(volumes: Vec<(String, String)>, errors: Vec<(bool, bool, String)>) -> Self {
         NodeVolumeLimitsRequest { volumes, errors }
+    }
+
+    /// `(driver, volume handle)` of the pod's attachable volumes.
+    #[getter]
+    fn volumes(&self) -> Vec<(String, String)> {
+        self.volumes.clone()
+    }
+
+    #[getter]
+    fn errors(&self) -> Vec<(bool, bool, String)> {
+        self.errors.clone()
     }
 
     fn __repr__(&self) -> String {
@@ -641,6 +677,12 @@ impl VolumeBindingRequest {
             }
         }
         Ok(req)
+    }
+
+    /// The PreFilter verdict carried, `(code, message)`.
+    #[getter]
+    fn reject(&self) -> Option<(&'static str, String)> {
+        reject_tuple(&self.reject)
     }
 
     fn __repr__(&self) -> String {

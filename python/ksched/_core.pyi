@@ -104,6 +104,8 @@ class VolumeRestrictionsRequest:
     def __new__(
         cls, rwop_claims: list[str] = ..., *, reject: tuple[str, str] | None = None
     ) -> VolumeRestrictionsRequest: ...
+    @property
+    def reject(self) -> tuple[str, str] | None: ...
 
 @final
 class VolumeZoneRequest:
@@ -116,6 +118,8 @@ class VolumeZoneRequest:
         *,
         reject: tuple[str, str] | None = None,
     ) -> VolumeZoneRequest: ...
+    @property
+    def reject(self) -> tuple[str, str] | None: ...
 
 @final
 class NodeVolumeLimitsRequest:
@@ -130,6 +134,10 @@ class NodeVolumeLimitsRequest:
         *,
         errors: list[tuple[bool, bool, str]] = ...,
     ) -> NodeVolumeLimitsRequest: ...
+    @property
+    def volumes(self) -> list[tuple[str, str]]: ...
+    @property
+    def errors(self) -> list[tuple[bool, bool, str]]: ...
 
 @final
 class VolumeBindingRequest:
@@ -154,6 +162,8 @@ class VolumeBindingRequest:
         capacities: list[int] = ...,
         reject: tuple[str, str] | None = None,
     ) -> VolumeBindingRequest: ...
+    @property
+    def reject(self) -> tuple[str, str] | None: ...
 
 @final
 class Profile:
@@ -311,6 +321,9 @@ class Snapshot:
     def clear_nominated(self, uid: str) -> bool: ...
     @property
     def num_nominated(self) -> int: ...
+    def active_filters(self, pod: CompiledPod, profile: Profile) -> list[str]:
+        """The Filter plugins that can reject some node for ``pod`` (the others are
+        skipped for it), in profile order."""
     def explain(self, pod: CompiledPod, profile: Profile) -> list[dict[str, Any]]:
         """Every node's Filter outcome and, for feasible nodes, each Score plugin's raw and
         normalized score and the weighted total (no sampling)."""

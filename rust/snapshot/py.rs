@@ -640,6 +640,13 @@ impl Snapshot {
             .map(|r| (r.unresolvable, r.plugin.name(), self.reasons(&st, slot, &r))))
     }
 
+    /// The profile's Filter plugins that can reject some node for `pod`, in profile
+    /// order: the others are skipped for it (their PreFilter found nothing to check).
+    fn active_filters(&mut self, pod: &CompiledPod, profile: &Profile) -> Vec<&'static str> {
+        let st = self.prefilter(pod, profile);
+        st.active_filters.iter().map(|p| p.name()).collect()
+    }
+
     /// DefaultPreemption's dry run (see `preemption`): the candidates among `potential`
     /// (a failed `ScheduleResult`, whose resolvable rejections are the potential nodes,
     /// or a list of node names) from `offset`, until `num_candidates` are found with at
