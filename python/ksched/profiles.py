@@ -142,6 +142,8 @@ class ConfiguredPlugin:
         applies = getattr(plugin, "applies_to", None)
         if callable(applies):
             self.applies_to = applies
+        if "preBind" in self.points and getattr(plugin, "pre_bind_parallel", False):
+            self.pre_bind_parallel = True
 
     def setup(self, handle: Handle) -> None:
         if self._handle is not None:

@@ -15,6 +15,7 @@ __all__ = ["CycleState"]
 class CycleState:
     __slots__ = (
         "_data",
+        "parallel_pre_bind_plugins",
         "pre_filter_node_plugins",
         "record_plugin_metrics",
         "skip_filter_plugins",
@@ -34,6 +35,8 @@ class CycleState:
         self.pre_filter_node_plugins: tuple[str, ...] = ()
         #: PreBind plugins whose PreBindPreFlight returned Skip: their PreBind does not run.
         self.skip_pre_bind_plugins: frozenset[str] = frozenset()
+        #: PreBind plugins that may run concurrently with their neighbours that may too.
+        self.parallel_pre_bind_plugins: frozenset[str] = frozenset()
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value

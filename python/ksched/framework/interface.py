@@ -403,6 +403,10 @@ class PreBindPlugin(Plugin, Protocol):
     """Work before binding, in the binding cycle (a coroutine: may await the API).
 
     A failure unreserves and forgets the pod and sends it back to the queue.
+
+    Optional: ``pre_bind_pre_flight(state, pod, node) -> Status | None`` (Skip: no
+    work, the PreBind does not run) and ``pre_bind_parallel = True`` (upstream's
+    ``PreBindPreFlightResult.AllowParallel``: consecutive such plugins run concurrently).
     """
 
     def pre_bind(self, state: CycleState, pod: Pod, node: str) -> Awaitable[Status | None]: ...

@@ -711,10 +711,13 @@ class Framework:
         start = self._clock()
         result: Status | None = Status(Code.SKIP)
         skip: set[str] = set()
+        parallel: set[str] = set()
         for p in self.points.pre_bind:
             if not _applies(p, pod):
                 skip.add(p.name)
                 continue
+            if getattr(p, "pre_bind_parallel", False):
+                parallel.add(p.name)
             fn = getattr(p, "pre_bind_pre_flight", None)
             t = self._clock()
             try:
@@ -743,24 +746,71 @@ class Framework:
                 )
                 break
         state.skip_pre_bind_plugins = frozenset(skip)
+        state.parallel_pre_bind_plugins = frozenset(parallel)
         code = Code.SUCCESS if result is None else result.code
         self.observe("PreBindPreFlight", code, self._clock() - start)
         return result
 
+    def _pre_bind_groups(self, state: CycleState, pod: Pod) -> list[list[Any]]:
+        """upstream ``getPreBindPluginGroups``: the PreBind plugins to run, in order,
+        consecutive ones that allow it (PreBindPreFlight's ``AllowParallel``, here
+        ``pre_bind_parallel``) grouped to run concurrently."""
+        groups: list[list[Any]] = []
+        group: list[Any] = []
+        for p in self.points.pre_bind:
+            runs = p.name not in state.skip_pre_bind_plugins and _applies(p, pod)
+            if p.name in state.parallel_pre_bind_plugins:
+                if runs:
+                    group.append(p)
+                continue
+            if group:
+                groups.append(group)
+                group = []
+            if runs:
+                groups.append([p])
+        if group:
+            groups.append(group)
+        return groups
+
+    async def _run_one_pre_bind(
+        self, p: Any, state: CycleState, pod: Pod, node: str
+    ) -> Status | None:
+        t = self._clock()
+        try:
+            s = await p.pre_bind(state, pod, node)
+        except Exception as exc:
+            s = Status.from_error(exc, p.name)
+        self._observe_plugin(state, p.name, "PreBind", s, t)
+        if s is not None and not s.is_success():
+            return s.with_plugin(p.name) if s.is_rejected() else _wrap("PreBind", p.name, s)
+        return None
+
+    async def _run_pre_bind_group(
+        self, group: list[Any], state: CycleState, pod: Pod, node: str
+    ) -> Status | None:
+        """The plugins of one group concurrently; the first failure cancels the others
+        and is the answer (upstream: ``some other PreBind operation failed``)."""
+        tasks = [asyncio.ensure_future(self._run_one_pre_bind(p, state, pod, node)) for p in group]
+        try:
+            for next_done in asyncio.as_completed(tasks):
+                s = await next_done
+                if s is not None:
+                    return s
+            return None
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
     async def run_pre_bind(self, state: CycleState, pod: Pod, node: str) -> Status | None:
         start = self._clock()
         result: Status | None = None
-        for p in self.points.pre_bind:
-            if p.name in state.skip_pre_bind_plugins or not _applies(p, pod):
-                continue
-            t = self._clock()
-            try:
-                s = await p.pre_bind(state, pod, node)
-            except Exception as exc:
-                s = Status.from_error(exc, p.name)
-            self._observe_plugin(state, p.name, "PreBind", s, t)
-            if s is not None and not s.is_success():
-                result = s.with_plugin(p.name) if s.is_rejected() else _wrap("PreBind", p.name, s)
+        for group in self._pre_bind_groups(state, pod):
+            if len(group) == 1:
+                result = await self._run_one_pre_bind(group[0], state, pod, node)
+            else:
+                result = await self._run_pre_bind_group(group, state, pod, node)
+            if result is not None:
                 break
         self.observe(
             "PreBind", Code.SUCCESS if result is None else result.code, self._clock() - start

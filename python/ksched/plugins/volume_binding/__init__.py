@@ -185,6 +185,8 @@ class VolumeBinding:
     """The Python half of VolumeBinding (see the module docstring)."""
 
     name = NAME
+    #: PreBindPreFlight's ``AllowParallel``: PreBind may run beside DynamicResources'.
+    pre_bind_parallel = True
 
     def __init__(self, bind_timeout_seconds: int = DEFAULT_BIND_TIMEOUT_SECONDS) -> None:
         self.bind_timeout_seconds = bind_timeout_seconds
