@@ -6,16 +6,18 @@
 
 PYTHON ?= python3
 VENV   := .venv
+# Every pip install here takes the versions ksched is tested with (constraints.txt).
+export PIP_CONSTRAINT := $(abspath constraints.txt)
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 RUST_SOURCES := $(shell find rust -name '*.rs') Cargo.toml
 PY_LIBDIR = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))')
 
-.PHONY: all wheel install build-dev build-prod control-plane format lint test test-rust test-python bench run clean
+.PHONY: all wheel install build-dev build-prod constraints control-plane format lint test test-rust test-python test-wheel bench run clean
 
 all: lint test
 
-$(VENV)/.deps:
+$(VENV)/.deps: constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip 'maturin>=1.9,<2'
 	touch $@
@@ -35,6 +37,7 @@ build-dev: $(VENV)/.deps
 build-prod: install
 
 wheel: $(VENV)/.deps
+	rm -f dist/ksched-*.whl
 	$(VENV)/bin/maturin build --release --out dist
 
 format: $(VENV)/.deps
@@ -69,7 +72,11 @@ endif
 test-python: install control-plane
 	KSCHED_CONTROLPLANE_BIN_DIR="$$(cat $(CONTROL_PLANE_BIN) 2>/dev/null)" $(PY) -m pytest
 
-test: control-plane test-rust test-python
+# The wheel as a user installs it: a fresh venv, the commands run outside the tree.
+test-wheel: wheel
+	PYTHON=$(PYTHON) bash hack/test-wheel.sh
+
+test: control-plane test-rust test-python test-wheel
 
 bench: install
 	$(PY) -m pytest benches --benchmark-only --benchmark-columns=min,median,mean,max,rounds
@@ -77,5 +84,15 @@ bench: install
 run: install
 	$(VENV)/bin/ksched simulate --nodes 5000 --pods 10000
 
+# Refresh constraints.txt: the newest versions pyproject.toml allows, in a fresh venv.
+constraints:
+	rm -rf .venv-constraints
+	$(PYTHON) -m venv .venv-constraints
+	PIP_CONSTRAINT= .venv-constraints/bin/pip install --quiet --upgrade pip 'maturin>=1.9,<2'
+	PIP_CONSTRAINT= VIRTUAL_ENV=$(abspath .venv-constraints) .venv-constraints/bin/maturin develop --release --extras dev,bench --quiet
+	{ sed -n '/^#/p' constraints.txt; .venv-constraints/bin/pip freeze --all --exclude-editable | grep -v '^ksched' | grep -v '^setuptools=='; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	rm -rf .venv-constraints
+
 clean:
-	rm -rf $(VENV) target dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-wheel target dist .pytest_cache .mypy_cache .ruff_cache

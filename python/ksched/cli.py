@@ -2,10 +2,12 @@
 
 ``ksched simulate`` runs the whole scheduler on the embedded in-memory cluster and
 reports its figures (``--config`` takes the profiles from a KubeSchedulerConfiguration);
-``ksched run`` schedules a real cluster with kube-scheduler's flags; ``ksched
-validate-config FILE`` prints the effective configuration or every error in it.
-Out-of-tree plugins installed under the ``ksched.plugins`` entry points are known to
-all three.
+``ksched bench`` runs the benchmark workload files (embedded, or on a real apiserver
+side by side with kube-scheduler); ``ksched run`` schedules a real cluster with
+kube-scheduler's flags; ``ksched validate-config FILE`` prints the effective
+configuration or every error in it. Out-of-tree plugins installed under the
+``ksched.plugins`` entry points are known to all of them. The help texts are plain
+text (what ``--help`` prints), written here rather than taken from docstrings.
 """
 
 from __future__ import annotations
@@ -13,12 +15,18 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
 from ksched import __version__
+
+#: ``ksched simulate`` exit statuses.
+EXIT_ALL_PLACED = 0
+EXIT_UNSCHEDULABLE = 1
+EXIT_ERROR = 2
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -31,7 +39,7 @@ def _simulate(args: argparse.Namespace) -> int:
             f"(known: {', '.join(sorted(WORKLOADS))})",
             file=sys.stderr,
         )
-        return 2
+        return EXIT_ERROR
     profiles = None
     extenders: list[Any] = []
     if args.config:
@@ -43,7 +51,7 @@ def _simulate(args: argparse.Namespace) -> int:
             profiles, extenders = simulate.load_setup(args.config)
         except (ConfigError, ProfileError, ExtenderError, ValueError) as exc:
             print(f"ksched simulate: {exc}", file=sys.stderr)
-            return 1
+            return EXIT_ERROR
     # Sizes not given follow the workload's, scaled to the nodes given.
     d_nodes, d_existing, d_pods = WORKLOADS[args.workload].sizes
     nodes = d_nodes if args.nodes is None else args.nodes
@@ -59,12 +67,22 @@ def _simulate(args: argparse.Namespace) -> int:
         profiles=profiles,
         extenders=extenders,
         progress=(not args.no_progress and sys.stderr.isatty()) or args.progress,
+        timeout=args.timeout,
     )
     print(report.format())
     if args.json:
         with open(args.json, "wb") as f:
             f.write(orjson.dumps(report.as_dict(), option=orjson.OPT_INDENT_2))
-    return 0 if report.scheduled >= report.pods else 1
+    if report.outcome == simulate.ALL_PLACED:
+        return EXIT_ALL_PLACED
+    if report.outcome == simulate.UNSCHEDULABLE:
+        return EXIT_UNSCHEDULABLE
+    print(
+        f"ksched simulate: --timeout {args.timeout:g}s reached with {report.pending} pods "
+        "pending while the scheduler could still make progress",
+        file=sys.stderr,
+    )
+    return EXIT_ERROR
 
 
 def _bool_flag(text: str) -> bool:
@@ -94,7 +112,14 @@ def _validate_config(args: argparse.Namespace) -> int:
 
 def _add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``ksched run``: kube-scheduler's flags for scheduling a real cluster."""
-    p = sub.add_parser("run", help="schedule a real cluster until SIGTERM")
+    p = sub.add_parser(
+        "run",
+        help="schedule a real cluster until SIGTERM",
+        description="Schedule the pods of a real cluster with kube-scheduler's "
+        "configuration file and flags: elect a leader (leaderElection), serve /healthz, "
+        "/livez, /readyz, /metrics and /configz over HTTPS, and bind until SIGTERM (the "
+        "bindings in flight finish, the Lease is released).",
+    )
     p.add_argument("--config", help="KubeSchedulerConfiguration file")
     p.add_argument("--kubeconfig", help="overrides clientConnection.kubeconfig")
     p.add_argument("--master", default="", help="API server URL (overrides the kubeconfig)")
@@ -140,33 +165,133 @@ def _add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         default="/healthz,/readyz,/livez",
         help="paths served without authorization (comma-separated; '*' suffix: prefix)",
     )
-    p.add_argument("-v", "--v", dest="verbosity", type=int, default=argparse.SUPPRESS)
+    p.add_argument(
+        "-v",
+        "--v",
+        dest="verbosity",
+        type=int,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="log verbosity (as kube-scheduler's -v)",
+    )
     p.set_defaults(func=_run)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ksched", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"ksched {__version__}")
-    parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, help="log verbosity")
-    sub = parser.add_subparsers(dest="command", required=True)
+_DESCRIPTION = """\
+ksched: a drop-in replacement for kube-scheduler v1.36 with a Rust core.
 
-    sim = sub.add_parser("simulate", help="run the scheduler on the embedded cluster")
-    sim.add_argument("--nodes", type=int, help="nodes (default 5000)")
+It reads kube-scheduler's KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1),
+claims the pods whose spec.schedulerName matches one of its profiles and binds them
+through the Kubernetes API. Out-of-tree plugins installed under the 'ksched.plugins'
+entry points are known to every command."""
+
+_EPILOG = """\
+examples:
+  ksched simulate --nodes 5000 --pods 10000       the scheduler on an embedded cluster
+  ksched bench --workload basic --scale 0.1       the benchmark workloads, measured
+  ksched run --config sched.yaml                  schedule a real cluster
+  ksched validate-config sched.yaml               the effective configuration
+
+'ksched COMMAND --help' explains each command's options."""
+
+
+def _simulate_help() -> tuple[str, str]:
+    from ksched.sim.workloads import WORKLOADS
+
+    lines = []
+    for name, wl in sorted(WORKLOADS.items()):
+        nodes, existing, pods = wl.sizes
+        text = (
+            f"{wl.description}; default {nodes:,} nodes, {existing:,} existing pods, "
+            f"{pods:,} new pods"
+        )
+        lines.append(
+            textwrap.fill(
+                text,
+                width=88,
+                initial_indent=f"  {name:<20} ",
+                subsequent_indent=" " * 23,
+            )
+        )
+    description = (
+        "Run the whole scheduler, unchanged, on the embedded in-memory cluster: create "
+        "the nodes and the existing (already bound) pods, start the scheduler, create "
+        "the new pods, and report throughput, attempt latency percentiles, peak RSS "
+        "and a placement summary. The run ends when every pod is bound, or when no "
+        "progress is possible (every pod left waits as unschedulable and nothing is in "
+        "flight); it then counts the unschedulable pods with their FailedScheduling "
+        "messages."
+    )
+    epilog = (
+        "workloads (modelled on kube-scheduler's scheduler_perf):\n"
+        + "\n".join(lines)
+        + "\n\nsizes not given follow the workload's defaults, scaled to --nodes.\n\n"
+        "exit status:\n"
+        f"  {EXIT_ALL_PLACED}  every pod was placed\n"
+        f"  {EXIT_UNSCHEDULABLE}  some pods are unschedulable (no progress was possible)\n"
+        f"  {EXIT_ERROR}  error: bad arguments or configuration, or --timeout passed while "
+        "pods were still being scheduled"
+    )
+    return description, epilog
+
+
+def build_parser() -> argparse.ArgumentParser:
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="ksched", description=_DESCRIPTION, epilog=_EPILOG, formatter_class=raw
+    )
+    parser.add_argument("--version", action="version", version=f"ksched {__version__}")
+    parser.add_argument(
+        "-v",
+        "--v",
+        dest="verbosity",
+        type=int,
+        default=0,
+        metavar="N",
+        help="log verbosity, as kube-scheduler's -v (0: warnings and errors, 1-3: info, "
+        "4 and up: debug)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    description, epilog = _simulate_help()
+    sim = sub.add_parser(
+        "simulate",
+        help="run the scheduler on the embedded cluster and report its figures",
+        description=description,
+        epilog=epilog,
+        formatter_class=raw,
+    )
+    sim.add_argument(
+        "--workload",
+        default="basic",
+        metavar="NAME",
+        help="the workload to run (listed below; default basic)",
+    )
+    sim.add_argument("--nodes", type=int, help="nodes to create (default: the workload's)")
     sim.add_argument(
         "--pods",
         type=int,
-        help="new pods to schedule (default: 2 per node; preemption: 1 per node)",
+        help="new pods to schedule (default: the workload's, scaled to --nodes)",
     )
     sim.add_argument(
         "--existing-pods",
         type=int,
-        help="pods bound before the run (default: none; preemption: 4 low-priority pods per node)",
+        help="pods bound before the run starts (default: the workload's, scaled to --nodes)",
     )
-    sim.add_argument("--workload", default="basic")
-    sim.add_argument("--seed", type=int, default=None)
-    sim.add_argument("--json", help="also write the report as JSON to this file")
+    sim.add_argument(
+        "--seed", type=int, default=None, help="seed of the workload and the tie-breaking"
+    )
+    sim.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="end the run after this long even if pods are still being scheduled "
+        "(a last resort; exit status 2; default 600)",
+    )
+    sim.add_argument("--json", metavar="FILE", help="also write the report as JSON to FILE")
     sim.add_argument("--progress", action="store_true", help="progress bar even without a tty")
-    sim.add_argument("--no-progress", action="store_true")
+    sim.add_argument("--no-progress", action="store_true", help="no progress bar")
     sim.add_argument(
         "--config",
         metavar="FILE",
@@ -185,7 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
         "'ksched run --config' would; print the effective config (what "
         "--write-config-to writes) or every error.",
     )
-    check.add_argument("file", metavar="FILE")
+    check.add_argument("file", metavar="FILE", help="the KubeSchedulerConfiguration file")
     check.set_defaults(func=_validate_config)
     return parser
 

@@ -716,6 +716,23 @@ class Scheduler:
         """The pod's scheduling signature from the Rust core (None: not batchable)."""
         return getattr(info.compiled, "signature", None)
 
+    def quiescent(self) -> bool:
+        """Whether nothing can progress without a change in the cluster: no pod in
+        activeQ or backoffQ or in a scheduling attempt, no binding, no pod waiting at
+        Permit, no API call in the background (a victim's deletion, a status patch).
+        What is still pending then waits in unschedulablePods for a cluster event (or
+        the ``podMaxInUnschedulablePodsDuration`` flush, after which it fails again)."""
+        counts = self.queue.counts()
+        return (
+            counts["active"] == 0
+            and counts["backoff"] == 0
+            and self.queue.in_flight == 0
+            and self.binder.in_flight == 0
+            and len(self.waiting_pods) == 0
+            and not self._background
+            and self.cache.num_assumed() == 0
+        )
+
     def stop(self) -> None:
         """Stop taking pods; in-flight bindings finish (see :meth:`shutdown`)."""
         self._stopping.set()

@@ -6,6 +6,14 @@ measure from the first one created to the last one bound and confirmed through t
 watch. The report gives throughput, attempt latency percentiles, peak RSS and a
 placement summary computed from the snapshot's columns.
 
+A run ends in one of three ways (:attr:`SimReport.outcome`): every pod is bound
+(``all-placed``); or no progress is possible (``unschedulable``): every pod not bound waits
+in unschedulablePods and nothing is in flight (no attempt, binding, Permit wait or
+background API call) for a settling period, so only a cluster change could help and the
+embedded cluster makes none; or ``--timeout`` passes first (``timeout``), a last resort.
+For pods left pending, the report counts them per FailedScheduling message (the
+``PodScheduled`` condition the scheduler wrote), most frequent first.
+
 ``--config FILE`` schedules with the profiles of a KubeSchedulerConfiguration, built
 exactly as ``ksched run`` builds them (:func:`ksched.profiles.build_profiles`,
 out-of-tree plugins included); the workloads' pods use ``default-scheduler``. Its
@@ -19,6 +27,7 @@ import random
 import resource
 import sys
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
@@ -37,6 +46,15 @@ from ksched.sim.cluster import InMemoryCluster
 from ksched.sim.workloads import WORKLOADS
 
 _CREATE_BATCH = 500
+#: How long the scheduler must stay quiescent before a run with pending pods ends: the
+#: last watch events of an attempt's writes (a condition patch, a victim's deletion)
+#: are delivered within a few loop iterations; this is ample.
+_SETTLE_SECONDS = 0.25
+
+#: ``SimReport.outcome`` values.
+ALL_PLACED = "all-placed"
+UNSCHEDULABLE = "unschedulable"
+TIMEOUT = "timeout"
 
 
 @dataclass(slots=True)
@@ -63,7 +81,15 @@ class SimReport:
     attempt_p99_us: float
     peak_rss_mib: float
     placement: Placement
+    #: ``all-placed``, ``unschedulable`` (no progress possible) or ``timeout``.
+    outcome: str = ALL_PLACED
+    #: Pods left pending, per FailedScheduling message, most frequent first.
+    pending_reasons: list[tuple[int, str]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pending(self) -> int:
+        return self.pods - self.scheduled
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,8 +109,26 @@ class SimReport:
                 f"min {p.pods_per_node_min} / mean {p.pods_per_node_mean:.2f} / "
                 f"max {p.pods_per_node_max}; cpu requested mean "
                 f"{p.cpu_utilization_mean:.1%}, max {p.cpu_utilization_max:.1%}",
+                *self._pending_lines(),
             ]
         )
+
+    def _pending_lines(self) -> list[str]:
+        if self.outcome == ALL_PLACED:
+            return []
+        why = (
+            "no progress possible: they wait for a cluster change"
+            if self.outcome == UNSCHEDULABLE
+            else f"still pending when the timeout ended the run after {self.seconds:.0f}s"
+        )
+        lines = [f"unschedulable       {self.pending} pods ({why})"]
+        shown = self.pending_reasons[:5]
+        for count, message in shown:
+            lines.append(f"  {count:>8} pods: {message}")
+        rest = sum(c for c, _ in self.pending_reasons[5:])
+        if rest:
+            lines.append(f"  {rest:>8} pods: (other messages)")
+        return lines
 
 
 def _peak_rss_mib() -> float:
@@ -183,29 +227,43 @@ async def run_simulation(
     aio.tune_gc()
     loop_task = asyncio.get_running_loop().create_task(sched.run())
 
-    expected = pods - int(pods * wl.unschedulable_fraction)
-    bar = _Progress(expected, progress)
+    bar = _Progress(pods, progress)
     start = time.perf_counter()
     deadline = start + timeout
     created = 0
     last_draw = 0.0
+    quiet_since: float | None = None
+    quiet_bound = -1
+    outcome = TIMEOUT
     while True:
         if created < pods:
             for _ in range(min(_CREATE_BATCH, pods - created)):
                 cluster.create("pods", wl.new_pod(created, rng))
                 created += 1
         bound = sched.stats.bound
-        if bound >= expected and sched.cache.num_assumed() == 0 and created == pods:
-            break
         now = time.perf_counter()
+        if created == pods and bound >= pods and sched.cache.num_assumed() == 0:
+            outcome = ALL_PLACED
+            break
+        if created == pods and sched.quiescent():
+            if quiet_since is None or bound != quiet_bound:
+                quiet_since, quiet_bound = now, bound
+            elif now - quiet_since >= _SETTLE_SECONDS:
+                outcome = UNSCHEDULABLE
+                break
+        else:
+            quiet_since = None
         if now > deadline:
             break
         if now - last_draw > 0.2:
             bar.show(bound)
             last_draw = now
         await asyncio.sleep(0 if created < pods else 0.001)
-    elapsed = time.perf_counter() - start
+    # The settling period is not scheduling time.
+    elapsed = quiet_since if outcome == UNSCHEDULABLE and quiet_since else time.perf_counter()
+    elapsed -= start
     bar.finish(sched.stats.bound)
+    pending_reasons = _pending_reasons(cluster) if outcome != ALL_PLACED else []
 
     await sched.shutdown()
     loop_task.cancel()
@@ -244,7 +302,25 @@ async def run_simulation(
         attempt_p99_us=p99,
         peak_rss_mib=_peak_rss_mib(),
         placement=placement,
+        outcome=outcome,
+        pending_reasons=pending_reasons,
     )
+
+
+def _pending_reasons(cluster: InMemoryCluster) -> list[tuple[int, str]]:
+    """Pending pods per FailedScheduling message (their ``PodScheduled=False``
+    condition), most frequent first; pods never attempted or gated count under a
+    message that says so."""
+    counts: Counter[str] = Counter()
+    for pod in cluster.objects("pods"):
+        if (pod.get("spec") or {}).get("nodeName"):
+            continue
+        message = "not attempted yet"
+        for cond in (pod.get("status") or {}).get("conditions") or ():
+            if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                message = str(cond.get("message") or cond.get("reason") or "")
+        counts[message] += 1
+    return sorted(((n, m) for m, n in counts.items()), key=lambda t: (-t[0], t[1]))
 
 
 def run(
@@ -257,9 +333,11 @@ def run(
     profiles: Mapping[str, Profile] | None = None,
     progress: bool = True,
     extenders: Sequence[ExtenderConfig] = (),
+    timeout: float = 600.0,
 ) -> SimReport:
     """Synchronous entry point (uses uvloop when installed)."""
     coro = run_simulation(
+        timeout=timeout,
         extenders=extenders,
         nodes=nodes,
         pods=pods,

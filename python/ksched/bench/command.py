@@ -245,7 +245,10 @@ def main(args: argparse.Namespace) -> int:
         "argv": sys.argv[1:],
     }
     _write(args.json, lambda p: report.write_json(p, comparisons, meta=meta))
-    _write(args.plot, lambda p: report.plot(p, comparisons))
+    try:
+        _write(args.plot, lambda p: report.plot(p, comparisons))
+    except report.PlotUnavailable as exc:
+        print(f"ksched bench: no plot written: {exc}", file=sys.stderr)
     ok = all(r.completed for c in comparisons for rs in c.runs.values() for r in rs)
     return 0 if ok else 1
 

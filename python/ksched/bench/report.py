@@ -282,59 +282,107 @@ def write_json(
     path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
 
 
-def plot(path: Path, comparisons: Sequence[Comparison]) -> None:
-    """Throughput over time (pods bound per second) of each scheduler, one panel per
-    workload; the dotted line is the rate at which the harness created the pods."""
-    import matplotlib
+class PlotUnavailable(RuntimeError):
+    """matplotlib is not installed (it is the ``bench`` extra)."""
 
+
+def plot(path: Path, comparisons: Sequence[Comparison]) -> None:
+    """One figure per run of ``ksched bench``, one column of panels per workload.
+
+    The main panel draws the S-curve of each scheduler: pods bound so far against time
+    (the representative run, i.e. the one with the median throughput), so a reader sees
+    at a glance who finished first and where anyone stalled. A short panel below it
+    gives the rate at which the harness created the measured pods, on its own scale (it
+    is often 10-100x the binding rate and would flatten the curves on a shared axis).
+    The panel title names the workload, nodes and pods and the throughput ratio; the
+    legend sits outside the axes. Raises :class:`PlotUnavailable` without matplotlib.
+    """
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise PlotUnavailable(
+            "the plot needs matplotlib: pip install 'ksched[bench]' (or pass --plot '')"
+        ) from exc
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     n = max(1, len(comparisons))
-    cols = 1 if n == 1 else 2
-    rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(7 * cols, 3.4 * rows), squeeze=False)
+    fig, axes = plt.subplots(
+        2,
+        n,
+        figsize=(6.4 * n, 5.2),
+        squeeze=False,
+        sharex="col",
+        gridspec_kw={"height_ratios": [3, 1], "hspace": 0.08},
+    )
     colors = {KSCHED: "tab:blue", UPSTREAM: "tab:orange"}
     for i, c in enumerate(comparisons):
-        ax = axes[i // cols][i % cols]
-        reps = [r for s in c.runs if (r := c.representative(s)) is not None]
-        step = _step(max((max(r.bind_times) for r in reps if r.bind_times), default=1.0))
-        for sched in sorted(c.runs, key=lambda s: (s != KSCHED, s)):
-            rep = c.representative(sched)
-            if rep is None or not rep.bind_times:
+        curve, rate = axes[0][i], axes[1][i]
+        scheds = sorted(c.runs, key=lambda s: (s != KSCHED, s))
+        span = 0.0
+        reps = [(s, r) for s in scheds if (r := c.representative(s)) is not None]
+        for sched, rep in reps:
+            times = sorted(t for t in rep.bind_times if t >= 0)
+            if not times:
                 continue
-            ys = per_interval(rep.bind_times, step)
-            xs = [step * (k + 0.5) for k in range(len(ys))]
-            ax.plot(
-                xs,
-                ys,
-                label=f"{sched} ({rep.pods_per_second:,.0f} pods/s)",
+            span = max(span, times[-1])
+            # The S-curve: a step up at every bind.
+            curve.step(
+                [0.0, *times],
+                range(len(times) + 1),
+                where="post",
                 color=colors.get(sched),
-                drawstyle="steps-mid",
+                linewidth=1.8,
+                label=f"{sched}: {rep.pods_per_second:,.0f} pods/s",
             )
+        step = _step(span or 1.0)
+        for sched, rep in reps:
             if rep.create_times:
                 cy = per_interval(rep.create_times, step)
-                ax.plot(
-                    [step * (k + 0.5) for k in range(len(cy))],
+                rate.stairs(
                     cy,
-                    ":",
+                    [step * k for k in range(len(cy) + 1)],
                     color=colors.get(sched),
-                    alpha=0.6,
-                    label=f"{sched}: pods created/s",
+                    alpha=0.8,
+                    linewidth=1.0,
+                    label=f"created for {sched}",
                 )
-        ax.set_title(f"{c.label} [{c.target}]", fontsize=9)
-        ax.set_xlabel(
-            "seconds since first pod bound"
+                rate.set_ylim(bottom=0)
+        if reps:
+            pods = max(r.pods for _, r in reps)
+            curve.axhline(pods, color="0.6", linestyle="--", linewidth=0.8)
+            curve.set_ylim(0, pods * 1.05 or 1)
+        ratio = c.ratios().get("throughput", math.nan)
+        first = reps[0][1] if reps else None
+        title = f"{c.label} [{c.target}]"
+        if first is not None:
+            title += f"\n{first.nodes:,} nodes, {first.pods:,} pods"
+        if not math.isnan(ratio):
+            title += f"; ksched {ratio:.2f}x kube-scheduler's pods/s"
+        curve.set_title(title, fontsize=10)
+        curve.set_ylabel("pods bound (cumulative)")
+        curve.grid(alpha=0.3)
+        curve.legend(fontsize=8, loc="lower right", framealpha=0.9)
+        rate.set_ylabel("created / s", fontsize=8)
+        rate.tick_params(labelsize=7)
+        rate.grid(alpha=0.3)
+        rate.set_xlabel(
+            "seconds since the first pod bound"
             if c.target.endswith("backlog")
-            else "seconds since first measured pod created"
+            else "seconds since the first measured pod was created"
         )
-        ax.set_ylabel("pods bound / s")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    for j in range(len(comparisons), rows * cols):
-        axes[j // cols][j % cols].axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+        if not any(r.create_times for _, r in reps):
+            rate.text(
+                0.5,
+                0.5,
+                "pods created before the run",
+                ha="center",
+                va="center",
+                transform=rate.transAxes,
+                fontsize=8,
+                color="0.4",
+            )
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 

@@ -1,9 +1,11 @@
-"""Benchmark workloads: the YAML files of ``benches/workloads/``, parsed and scaled.
+"""Benchmark workloads: the YAML files of ``ksched/bench/workloads/`` (package data, so
+``ksched bench`` works from an installed wheel; ``benches/workloads`` in the source tree
+is a link to them), parsed and scaled.
 
 A workload file mirrors one scheduler_perf test case (``workloadTemplate`` + the params
 of one of its ``workloads``): a list of ops run in order — ``createNodes``,
 ``createPods`` (one of them the measured op, ``collectMetrics: true``) and background
-``churn`` — plus the templates they instantiate from ``benches/workloads/templates/``.
+``churn`` — plus the templates they instantiate from ``workloads/templates/``.
 The same :class:`WorkloadSpec` drives the embedded cluster (:mod:`ksched.bench.embedded`)
 and the real apiserver (:mod:`ksched.bench.e2e`), so both targets build byte-identical
 objects: names are deterministic (``<generateName><index>``), node labels are assigned
@@ -252,20 +254,14 @@ def instantiate(
 
 
 def workloads_dir() -> Path:
-    """``$KSCHED_BENCH_WORKLOADS``, else ``benches/workloads`` of this source tree or of
-    the current directory or one of its parents."""
+    """``$KSCHED_BENCH_WORKLOADS``, else the workload files shipped in the package
+    (``ksched/bench/workloads/``; ``benches/workloads`` of the source tree links there)."""
     if env := os.environ.get("KSCHED_BENCH_WORKLOADS"):
-        return Path(env)
-    candidates = [Path(__file__).resolve().parents[3]]
-    cwd = Path.cwd().resolve()
-    candidates += [cwd, *cwd.parents]
-    for base in candidates:
-        d = base / "benches" / "workloads"
-        if d.is_dir():
-            return d
-    raise WorkloadError(
-        "benches/workloads not found; run from the ksched repository or set KSCHED_BENCH_WORKLOADS"
-    )
+        d = Path(env)
+        if not d.is_dir():
+            raise WorkloadError(f"KSCHED_BENCH_WORKLOADS={env}: not a directory")
+        return d
+    return Path(__file__).resolve().parent / "workloads"
 
 
 def _load_yaml(path: Path) -> Any:

@@ -103,9 +103,8 @@ class Workload:
     node: Callable[[int, random.Random], Obj]
     existing_pod: Callable[[int, str, random.Random], Obj]
     new_pod: Callable[[int, random.Random], Obj]
-    #: New pods that cannot be scheduled by design (excluded from the completion count).
-    unschedulable_fraction: float = 0.0
-    #: ``(nodes, existing pods, new pods)`` when the command line gives none.
+    #: ``(nodes, existing pods, new pods)`` when the command line gives none; every new
+    #: pod fits at these sizes (and at any number of nodes, sizes scaled with it).
     sizes: tuple[int, int, int] = (5000, 0, 10000)
 
 
@@ -254,10 +253,12 @@ def _high_priority_new(i: int, rng: random.Random) -> Obj:
 WORKLOADS: dict[str, Workload] = {
     "pod-anti-affinity": Workload(
         name="pod-anti-affinity",
-        description="SchedulingPodAntiAffinity: required anti-affinity on hostname",
+        description="SchedulingPodAntiAffinity: required anti-affinity on hostname "
+        "(at most one pod per node, existing ones included)",
         node=_zoned_node,
         existing_pod=_anti_existing,
         new_pod=_anti_new,
+        sizes=(5000, 1000, 2000),
     ),
     "pod-affinity": Workload(
         name="pod-affinity",
@@ -265,6 +266,7 @@ WORKLOADS: dict[str, Workload] = {
         node=_zoned_node,
         existing_pod=_affinity_existing,
         new_pod=_affinity_new,
+        sizes=(5000, 5000, 5000),
     ),
     "topology-spreading": Workload(
         name="topology-spreading",
@@ -272,6 +274,7 @@ WORKLOADS: dict[str, Workload] = {
         node=_zoned_node,
         existing_pod=_spread_existing,
         new_pod=_spread_new,
+        sizes=(5000, 5000, 5000),
     ),
     "node-affinity": Workload(
         name="node-affinity",
@@ -279,12 +282,13 @@ WORKLOADS: dict[str, Workload] = {
         node=_node_affinity_node,
         existing_pod=_basic_existing,
         new_pod=_node_affinity_new,
+        sizes=(5000, 5000, 10000),
     ),
     "preemption": Workload(
         name="preemption",
         description="PreemptionBasic: high-priority pods (3 cpu, priority 10) preempt "
-        "low-priority ones (900m, priority 0) on full nodes; run with --existing-pods "
-        "4x --nodes (e.g. 5000 nodes, 20000 existing, 5000 pods)",
+        "low-priority ones (900m, priority 0) on full nodes (4 low-priority pods and "
+        "1 preemptor per node)",
         node=_basic_node,
         existing_pod=_low_priority_existing,
         new_pod=_high_priority_new,

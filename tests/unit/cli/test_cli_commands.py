@@ -1,5 +1,6 @@
 """The ``ksched`` commands around configuration, as kube-scheduler's flags behave:
-``validate-config FILE``, ``run --write-config-to FILE`` and ``simulate --config FILE``.
+``validate-config FILE``, ``run --write-config-to FILE`` and ``simulate --config FILE``;
+how ``ksched simulate`` ends (all placed, no progress possible, timeout) and its help.
 
 The effective config they print is compared with what the real kube-scheduler v1.36.5
 wrote for the same input (``tests/unit/config/upstream``)."""
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ksched import cli
+from ksched import cli, simulate
+from ksched.sim.workloads import WORKLOADS
 
 CONFIG_TESTS = Path(__file__).resolve().parents[1] / "config"
 UPSTREAM = CONFIG_TESTS / "upstream"
@@ -154,7 +156,7 @@ def test_simulate_with_a_config_it_cannot_use(
 ) -> None:
     config = write(tmp_path, body)
     argv = ["simulate", "--nodes", "5", "--pods", "5", "--no-progress", "--config", str(config)]
-    assert cli.main(argv) == 1
+    assert cli.main(argv) == cli.EXIT_ERROR
     assert message in capsys.readouterr().err
 
 
@@ -168,3 +170,78 @@ def test_simulate_preemption_without_sizes_uses_the_workloads_own(
     out = capsys.readouterr().out
     assert "preemption: 20 nodes, 80 existing pods, 20 new pods" in out
     assert "scheduled           20/20" in out
+
+
+def test_simulate_ends_by_itself_when_some_pods_can_never_fit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One pod per host with 20 hosts: 10 of the 30 pods can never fit. The run ends
+    once nothing can progress (long before --timeout), counts them with their
+    FailedScheduling message, and exits 1."""
+    argv = [
+        "simulate",
+        "--workload",
+        "pod-anti-affinity",
+        "--nodes",
+        "20",
+        "--existing-pods",
+        "0",
+        "--pods",
+        "30",
+        "--timeout",
+        "300",
+        "--no-progress",
+    ]
+    assert cli.main(argv) == cli.EXIT_UNSCHEDULABLE
+    out = capsys.readouterr().out
+    assert "scheduled           20/30" in out
+    assert "unschedulable       10 pods (no progress possible" in out
+    assert (
+        "10 pods: 0/20 nodes are available: 20 node(s) didn't match pod anti-affinity rules." in out
+    )
+
+
+def test_simulate_timeout_with_pods_still_in_progress_is_an_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["simulate", "--nodes", "50", "--pods", "20000", "--timeout", "0", "--no-progress"]
+    assert cli.main(argv) == cli.EXIT_ERROR
+    captured = capsys.readouterr()
+    assert "--timeout 0s reached" in captured.err
+    assert "still pending when the timeout ended the run" in captured.out
+
+
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+def test_every_workload_places_all_its_pods_at_its_default_shape(workload: str) -> None:
+    """The default sizes make sense: scaled down to 40 nodes (as --nodes 40 scales
+    them), every new pod of every workload fits."""
+    nodes, existing, pods = WORKLOADS[workload].sizes
+    scale = 40 / nodes
+    report = simulate.run(
+        nodes=40,
+        pods=round(pods * scale),
+        existing_pods=round(existing * scale),
+        workload=workload,
+        seed=3,
+        progress=False,
+        timeout=120,
+    )
+    assert report.outcome == simulate.ALL_PLACED, report.format()
+    assert report.scheduled == round(pods * scale)
+
+
+def test_help_lists_every_workload_and_the_exit_statuses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["simulate", "--help"])
+    out = capsys.readouterr().out
+    for name in WORKLOADS:
+        assert f"  {name} " in out
+    assert "exit status:" in out and "some pods are unschedulable" in out
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert "``" not in out  # no raw markup
+    for command in ("simulate", "bench", "run", "validate-config"):
+        assert command in out

@@ -317,6 +317,11 @@ class SchedulingQueue:
         return bool(self._unschedulable) or bool(self._in_flight)
 
     @property
+    def in_flight(self) -> int:
+        """Pods popped for a scheduling attempt and not yet done."""
+        return len(self._in_flight)
+
+    @property
     def in_flight_events(self) -> int:
         return len(self._events)
 
