@@ -13,11 +13,15 @@
 //! way, from the snapshot's claim table) and of its VolumeAttachments, each unique
 //! volume counted once; a volume of the pod already attached does not count again.
 //! If the pod's new volumes of a driver would take it past the limit: "node(s) exceed
-//! max volume count", Unschedulable (evicting pods frees attachments).
+//! max volume count", Unschedulable (evicting pods frees attachments). The snapshot
+//! keeps each node's attached volumes up to date (`Storage::pod_volumes`), so a node
+//! costs a look at its few volumes, not a walk over its pods.
 //!
 //! Upstream differences, on objects no controller produces: a pod on the node whose
 //! inline volume cannot be translated, or whose generic ephemeral claim is not its own,
 //! is not counted (upstream fails that node's Filter with an error).
+
+use std::borrow::Cow;
 
 use crate::plugins::DETAIL_ERROR;
 use crate::snapshot::{PodRecord, Snapshot};
@@ -76,6 +80,29 @@ fn attached_by(snap: &Snapshot, rec: &PodRecord, into: &mut Vec<(u32, u32)>) {
     }
 }
 
+/// The unique volumes the node's pods attach (the snapshot keeps them per slot,
+/// `(driver, unique, pods)`), and those of the `added` pods (nominated, counted once
+/// each with a pod count of 0).
+fn attached_on<'a>(
+    snap: &'a Snapshot,
+    slot: u32,
+    added: impl Iterator<Item = &'a PodRecord>,
+) -> Cow<'a, [(u32, u32, u32)]> {
+    static EMPTY: Vec<(u32, u32, u32)> = Vec::new();
+    let base = snap.storage.pod_volumes.get(slot as usize).unwrap_or(&EMPTY);
+    let mut extra: Vec<(u32, u32)> = Vec::new();
+    for rec in added {
+        attached_by(snap, rec, &mut extra);
+    }
+    extra.retain(|&(_, u)| !base.iter().any(|&(_, x, _)| x == u));
+    if extra.is_empty() {
+        return Cow::Borrowed(base.as_slice());
+    }
+    let mut out = base.clone();
+    out.extend(extra.into_iter().map(|(d, u)| (d, u, 0)));
+    Cow::Owned(out)
+}
+
 /// Filter on `slot` with the pods `added` counted on the node too (nominated pods):
 /// `None` when the pod fits, else `(unresolvable, detail)`.
 pub fn filter<'a>(
@@ -99,18 +126,12 @@ pub fn filter<'a>(
     if csi.limits.is_empty() {
         return None;
     }
-    let mut attached: Vec<(u32, u32)> = Vec::new();
-    let on_node = snap.node_pods[slot as usize]
-        .iter()
-        .filter_map(|&idx| snap.pods[idx as usize].as_ref());
-    for rec in on_node.chain(added) {
-        attached_by(snap, rec, &mut attached);
-    }
+    let attached = attached_on(snap, slot, added);
     let count_of = |driver: u32| -> i64 {
-        let from_pods = attached.iter().filter(|&&(d, _)| d == driver).count();
+        let from_pods = attached.iter().filter(|&&(d, _, _)| d == driver).count();
         let mut seen: Vec<u32> = Vec::new();
         for &(d, u) in &storage.attachments {
-            if d == driver && !attached.iter().any(|&(_, x)| x == u) && !seen.contains(&u) {
+            if d == driver && !attached.iter().any(|&(_, x, _)| x == u) && !seen.contains(&u) {
                 seen.push(u);
             }
         }
@@ -118,7 +139,7 @@ pub fn filter<'a>(
     };
     let mut drivers: Vec<(u32, i64)> = Vec::new();
     for &(d, u) in &st.new {
-        if attached.iter().any(|&(_, x)| x == u) {
+        if attached.iter().any(|&(_, x, _)| x == u) {
             continue;
         }
         match drivers.iter_mut().find(|(x, _)| *x == d) {

@@ -341,6 +341,7 @@ impl Snapshot {
         self.non_zero_memory[i] = 0;
         self.clear_node_fields(slot);
         self.node_pods[i].clear();
+        self.storage.slot_cleared(slot);
         self.nominated_on[i] = 0;
         self.nominated_sum[i] = Default::default();
         self.node_ports[i].clear();
@@ -536,7 +537,7 @@ impl Snapshot {
         };
         self.node_pods[i].push(idx);
         if let Some(v) = &rec.volumes {
-            self.storage.add_users(&v.claim_keys, idx);
+            self.storage.pod_attached(rec.slot, v, idx);
         }
         self.update_counts(&rec, 1);
         self.pod_index.insert(rec.uid.to_string(), idx);
@@ -552,7 +553,7 @@ impl Snapshot {
         self.index_anti(idx, -1);
         let rec = self.pods[idx as usize].take()?;
         if let Some(v) = &rec.volumes {
-            self.storage.remove_users(&v.claim_keys, idx);
+            self.storage.pod_detached(rec.slot, v, idx);
         }
         self.pod_index.remove(&*rec.uid);
         self.update_counts(&rec, -1);

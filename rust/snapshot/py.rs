@@ -428,18 +428,18 @@ impl Snapshot {
     /// `(driver, volume handle)`; `None` when it counts as none.
     fn set_claim_volume(&mut self, key: &str, volume: Option<(String, String)>) {
         let k = self.interner.intern(key);
-        match volume {
-            Some((driver, handle)) => {
-                let v = (
-                    self.interner.intern(&driver),
-                    self.interner.intern(&unique_name(&driver, &handle)),
-                );
-                self.storage.claim_volume.insert(k, v);
-            }
-            None => {
-                self.storage.claim_volume.remove(&k);
-            }
-        }
+        let v = volume.map(|(driver, handle)| {
+            (
+                self.interner.intern(&driver),
+                self.interner.intern(&unique_name(&driver, &handle)),
+            )
+        });
+        let pods = &self.pods;
+        self.storage.set_claim_volume(k, v, |idx| {
+            let rec = pods.get(idx as usize)?.as_ref()?;
+            let times = rec.volumes.as_ref()?.limit_keys.iter().filter(|&&x| x == k).count();
+            Some((rec.slot, times))
+        });
         self.generation += 1;
     }
 

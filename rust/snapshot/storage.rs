@@ -12,10 +12,18 @@
 //!   accounted pods that name each claim in a PVC volume (VolumeRestrictions'
 //!   ReadWriteOncePod check counts claims in use, as upstream's `usedPVCSet`).
 //!
+//! * Per slot, `pod_volumes`: the CSI volumes the slot's accounted pods attach (their
+//!   resolved claims and migrated inline volumes), each unique volume once with the
+//!   number of pods that attach it, so NodeVolumeLimits counts a node's attachments
+//!   without walking its pods; `limit_users` indexes the pods by the claims they
+//!   resolve, for when a claim's volume changes.
+//!
 //! All of it is maintained incrementally: a change touches one node's entry or one
 //! claim's.
 
 use ahash::AHashMap;
+
+use crate::volume::RecVolumes;
 
 /// A node's CSINode, interned.
 #[derive(Clone, Debug, Default)]
@@ -53,6 +61,29 @@ pub struct Storage {
     pub claim_volume: AHashMap<u32, (u32, u32)>,
     /// `namespace/claim` → the pods (slab indices) that name it in a PVC volume.
     pub claim_users: AHashMap<u32, Vec<u32>>,
+    /// `namespace/claim` → the pods whose NodeVolumeLimits claims include it.
+    pub limit_users: AHashMap<u32, Vec<u32>>,
+    /// Per slot: `(driver, "driver/handle", pods attaching it)`.
+    pub pod_volumes: Vec<Vec<(u32, u32, u32)>>,
+}
+
+fn index_add(index: &mut AHashMap<u32, Vec<u32>>, keys: &[u32], idx: u32) {
+    for &k in keys {
+        index.entry(k).or_default().push(idx);
+    }
+}
+
+fn index_remove(index: &mut AHashMap<u32, Vec<u32>>, keys: &[u32], idx: u32) {
+    for k in keys {
+        if let Some(users) = index.get_mut(k) {
+            if let Some(j) = users.iter().position(|&u| u == idx) {
+                users.swap_remove(j);
+            }
+            if users.is_empty() {
+                index.remove(k);
+            }
+        }
+    }
 }
 
 impl Storage {
@@ -88,22 +119,86 @@ impl Storage {
         }
     }
 
-    pub fn add_users(&mut self, keys: &[u32], idx: u32) {
-        for &k in keys {
-            self.claim_users.entry(k).or_default().push(idx);
+    /// Pod `idx` with volumes `v` is accounted on `slot`.
+    pub fn pod_attached(&mut self, slot: u32, v: &RecVolumes, idx: u32) {
+        index_add(&mut self.claim_users, &v.claim_keys, idx);
+        index_add(&mut self.limit_users, &v.limit_keys, idx);
+        self.count_volumes(slot, v, true);
+    }
+
+    /// Pod `idx` with volumes `v` is no longer accounted on `slot`.
+    pub fn pod_detached(&mut self, slot: u32, v: &RecVolumes, idx: u32) {
+        index_remove(&mut self.claim_users, &v.claim_keys, idx);
+        index_remove(&mut self.limit_users, &v.limit_keys, idx);
+        self.count_volumes(slot, v, false);
+    }
+
+    fn count_volumes(&mut self, slot: u32, v: &RecVolumes, add: bool) {
+        let resolved: Vec<(u32, u32)> = v
+            .limit_keys
+            .iter()
+            .filter_map(|k| self.claim_volume.get(k).copied())
+            .chain(v.inline.iter().copied())
+            .collect();
+        for dv in resolved {
+            self.count_volume(slot, dv, add);
         }
     }
 
-    pub fn remove_users(&mut self, keys: &[u32], idx: u32) {
-        for k in keys {
-            if let Some(users) = self.claim_users.get_mut(k) {
-                if let Some(j) = users.iter().position(|&u| u == idx) {
-                    users.swap_remove(j);
-                }
-                if users.is_empty() {
-                    self.claim_users.remove(k);
+    fn count_volume(&mut self, slot: u32, (driver, unique): (u32, u32), add: bool) {
+        let i = slot as usize;
+        if self.pod_volumes.len() <= i {
+            self.pod_volumes.resize_with(i + 1, Vec::new);
+        }
+        let list = &mut self.pod_volumes[i];
+        match list.iter().position(|&(_, u, _)| u == unique) {
+            Some(j) if add => list[j].2 += 1,
+            Some(j) => {
+                list[j].2 -= 1;
+                if list[j].2 == 0 {
+                    list.swap_remove(j);
                 }
             }
+            None if add => list.push((driver, unique, 1)),
+            None => {}
+        }
+    }
+
+    /// Claim `key` now counts as `volume` (None: as none): recount it on the nodes of
+    /// the pods that resolve it (`slots` gives a pod's slot).
+    pub fn set_claim_volume(
+        &mut self,
+        key: u32,
+        volume: Option<(u32, u32)>,
+        slots: impl Fn(u32) -> Option<(u32, usize)>,
+    ) {
+        let old = self.claim_volume.get(&key).copied();
+        if old == volume {
+            return;
+        }
+        match volume {
+            Some(v) => self.claim_volume.insert(key, v),
+            None => self.claim_volume.remove(&key),
+        };
+        let users = self.limit_users.get(&key).cloned().unwrap_or_default();
+        for idx in users {
+            // (slot, how many of the pod's claims are this one)
+            let Some((slot, times)) = slots(idx) else { continue };
+            for _ in 0..times {
+                if let Some(o) = old {
+                    self.count_volume(slot, o, false);
+                }
+                if let Some(n) = volume {
+                    self.count_volume(slot, n, true);
+                }
+            }
+        }
+    }
+
+    /// Slot `slot` holds no pod any more.
+    pub fn slot_cleared(&mut self, slot: u32) {
+        if let Some(list) = self.pod_volumes.get_mut(slot as usize) {
+            list.clear();
         }
     }
 }
