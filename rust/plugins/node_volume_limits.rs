@@ -89,7 +89,11 @@ fn attached_on<'a>(
     added: impl Iterator<Item = &'a PodRecord>,
 ) -> Cow<'a, [(u32, u32, u32)]> {
     static EMPTY: Vec<(u32, u32, u32)> = Vec::new();
-    let base = snap.storage.pod_volumes.get(slot as usize).unwrap_or(&EMPTY);
+    let base = snap
+        .storage
+        .pod_volumes
+        .get(slot as usize)
+        .unwrap_or(&EMPTY);
     let mut extra: Vec<(u32, u32)> = Vec::new();
     for rec in added {
         attached_by(snap, rec, &mut extra);

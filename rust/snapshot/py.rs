@@ -437,7 +437,13 @@ impl Snapshot {
         let pods = &self.pods;
         self.storage.set_claim_volume(k, v, |idx| {
             let rec = pods.get(idx as usize)?.as_ref()?;
-            let times = rec.volumes.as_ref()?.limit_keys.iter().filter(|&&x| x == k).count();
+            let times = rec
+                .volumes
+                .as_ref()?
+                .limit_keys
+                .iter()
+                .filter(|&&x| x == k)
+                .count();
             Some((rec.slot, times))
         });
         self.generation += 1;

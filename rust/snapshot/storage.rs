@@ -183,7 +183,9 @@ impl Storage {
         let users = self.limit_users.get(&key).cloned().unwrap_or_default();
         for idx in users {
             // (slot, how many of the pod's claims are this one)
-            let Some((slot, times)) = slots(idx) else { continue };
+            let Some((slot, times)) = slots(idx) else {
+                continue;
+            };
             for _ in 0..times {
                 if let Some(o) = old {
                     self.count_volume(slot, o, false);
