@@ -26,12 +26,16 @@ use crate::plugins::node_ports::{self, HostPort};
 use crate::plugins::node_resources_fit::{
     self as fit, FilterState, Freed, ScoreState, NOTHING_FREED,
 };
+use crate::plugins::node_volume_limits::{self, LimitsState};
 use crate::plugins::pod_topology_spread::{
     self as pts, Constraint, SpreadFilterState, Unsatisfiable,
 };
 use crate::plugins::taint_toleration::{self, TaintState};
+use crate::plugins::volume_binding::{self, BindingState};
+use crate::plugins::volume_restrictions::{self, RestrictionsState};
+use crate::plugins::volume_zone::{self, ZoneState};
 use crate::plugins::{
-    balanced_allocation, node_name, node_unschedulable, Plugin, Reject,
+    balanced_allocation, node_name, node_unschedulable, Plugin, Reject, DETAIL_ERROR,
     DETAIL_NOT_IN_PREFILTER_RESULT,
 };
 use crate::pod::CompiledPod;
@@ -40,7 +44,9 @@ use crate::sample::num_feasible_nodes_to_find;
 use crate::selector::intern_labels;
 use crate::snapshot::anti::TermKind;
 use crate::snapshot::counts::PodPredicate;
+use crate::snapshot::PodRecord;
 use crate::snapshot::Snapshot;
+use crate::volume::PreFilterReject;
 
 /// Waves at least this large are filtered in parallel.
 const PARALLEL_MIN_NODES: usize = 2048;
@@ -65,6 +71,13 @@ pub struct PodState {
     pub allowed: Option<Vec<u32>>,
     /// A PreFilter rejected the pod outright: `(plugin, message)`.
     pub prefilter_reject: Option<(Plugin, String)>,
+    /// That PreFilter returned an error rather than UnschedulableAndUnresolvable.
+    pub prefilter_error: bool,
+    /// The volume plugins' per-pod state (`None`: the plugin is skipped for the pod).
+    pub restrictions: Option<RestrictionsState>,
+    pub limits: Option<LimitsState>,
+    pub binding: Option<BindingState>,
+    pub zone: Option<ZoneState>,
     pub ports: Vec<HostPort>,
     pub fit: FilterState,
     pub fit_score: ScoreState,
@@ -112,6 +125,9 @@ pub struct Outcome {
     /// NodeAffinity's PreFilter returned a node-name result (upstream counts it among
     /// the unschedulable plugins whether or not it left a node out).
     pub narrowed: bool,
+    /// A Filter returned an error on this node (the first in examination order): the
+    /// attempt fails with it.
+    pub error: Option<(u32, Reject)>,
 }
 
 /// One node's full evaluation, for `explain`.
@@ -260,6 +276,7 @@ impl Snapshot {
             st.ipa = self.ipa_prefilter(terms, namespace, &labels, affinity_entry, &anti_entries);
         }
         st.labels = labels;
+        self.volume_prefilter(pod, profile, &mut st);
         st.active_filters = profile
             .filters
             .iter()
@@ -273,10 +290,98 @@ impl Snapshot {
         st.only_fit_sees_pods = !st.active_filters.iter().any(|p| {
             matches!(
                 p,
-                Plugin::NodePorts | Plugin::PodTopologySpread | Plugin::InterPodAffinity
+                Plugin::NodePorts
+                    | Plugin::PodTopologySpread
+                    | Plugin::InterPodAffinity
+                    | Plugin::VolumeRestrictions
+                    | Plugin::NodeVolumeLimits
             )
         });
         st
+    }
+
+    /// The volume plugins' PreFilters, from the requests their Python halves attached to
+    /// the pod: each request's verdict, or the state its Filter reads. A rejection is
+    /// applied in the profile's plugin order together with NodeAffinity's, as upstream
+    /// stops at the first PreFilter that rejects.
+    fn volume_prefilter(&mut self, pod: &CompiledPod, profile: &Profile, st: &mut PodState) {
+        let k = &pod.kernel;
+        if k.is_empty() {
+            return;
+        }
+        let on = |p: Plugin| profile.filters.contains(&p) || profile.has_score(p);
+        let mut verdicts: Vec<(Plugin, PreFilterReject)> = Vec::new();
+        if let Some(r) = k
+            .restrictions
+            .as_ref()
+            .filter(|_| on(Plugin::VolumeRestrictions))
+        {
+            match &r.reject {
+                Some(v) => verdicts.push((Plugin::VolumeRestrictions, v.clone())),
+                None => st.restrictions = volume_restrictions::prefilter(self, pod, r),
+            }
+        }
+        if let Some(r) = k.limits.as_ref().filter(|_| on(Plugin::NodeVolumeLimits)) {
+            st.limits = node_volume_limits::prefilter(self, r);
+        }
+        if let Some(r) = k.binding.as_ref().filter(|_| on(Plugin::VolumeBinding)) {
+            match &r.reject {
+                Some(v) => verdicts.push((Plugin::VolumeBinding, v.clone())),
+                None => st.binding = Some(volume_binding::prefilter(self, r)),
+            }
+        }
+        if let Some(r) = k.zone.as_ref().filter(|_| on(Plugin::VolumeZone)) {
+            match &r.reject {
+                Some(v) => verdicts.push((Plugin::VolumeZone, v.clone())),
+                None => st.zone = volume_zone::prefilter(self, r),
+            }
+        }
+        if verdicts.is_empty() {
+            return;
+        }
+        let current = st.prefilter_reject.as_ref().map(|(p, _)| *p);
+        for &p in &profile.filters {
+            if Some(p) == current {
+                return;
+            }
+            if let Some((_, v)) = verdicts.iter().find(|(q, _)| *q == p) {
+                st.prefilter_reject = Some((p, v.message.clone()));
+                st.prefilter_error = v.error;
+                return;
+            }
+        }
+        if current.is_none() {
+            let (p, v) = &verdicts[0];
+            st.prefilter_reject = Some((*p, v.message.clone()));
+            st.prefilter_error = v.error;
+        }
+    }
+
+    /// Recompute which Filters can reject the pod (after its state changed).
+    pub fn refresh_active_filters(&self, profile: &Profile, st: &mut PodState) {
+        st.active_filters = profile
+            .filters
+            .iter()
+            .copied()
+            .filter(|&p| self.filter_can_reject(p, st))
+            .collect();
+    }
+
+    /// The message of a Filter error (`DETAIL_ERROR`) on `slot`.
+    pub fn error_message(&self, st: &PodState, slot: u32, reject: &Reject) -> String {
+        match reject.plugin {
+            Plugin::NodeVolumeLimits => st
+                .limits
+                .as_ref()
+                .map(|l| node_volume_limits::error_message(self, l, slot))
+                .unwrap_or_default(),
+            Plugin::VolumeBinding => st
+                .binding
+                .as_ref()
+                .map(|b| volume_binding::error_message(self, b, slot))
+                .unwrap_or_default(),
+            _ => String::new(),
+        }
     }
 
     /// Whether Filter plugin `p` can reject any node for the pod of `st`.
@@ -292,6 +397,10 @@ impl Snapshot {
             Plugin::NodeResourcesFit => true,
             Plugin::PodTopologySpread => !st.spread.constraints.is_empty(),
             Plugin::InterPodAffinity => st.ipa.active,
+            Plugin::VolumeRestrictions => st.restrictions.is_some(),
+            Plugin::NodeVolumeLimits => st.limits.is_some(),
+            Plugin::VolumeBinding => st.binding.is_some(),
+            Plugin::VolumeZone => st.zone.is_some(),
             Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => false,
         }
     }
@@ -461,6 +570,20 @@ impl Snapshot {
                 },
                 &self.node_labels[slot as usize],
             ),
+            Plugin::VolumeRestrictions => st.restrictions.as_ref().and_then(|r| {
+                volume_restrictions::filter(self, r, slot, std::iter::empty::<&PodRecord>())
+            }),
+            Plugin::NodeVolumeLimits => st.limits.as_ref().and_then(|l| {
+                node_volume_limits::filter(self, l, slot, std::iter::empty::<&PodRecord>())
+            }),
+            Plugin::VolumeBinding => st
+                .binding
+                .as_ref()
+                .and_then(|b| volume_binding::filter(self, b, slot)),
+            Plugin::VolumeZone => st
+                .zone
+                .as_ref()
+                .and_then(|z| volume_zone::filter(self, z, slot)),
             Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => None,
         }
     }
@@ -512,6 +635,14 @@ impl Snapshot {
                     |ns| self.namespace_labels(ns),
                     added.clone(),
                 ),
+                Plugin::VolumeRestrictions => st
+                    .restrictions
+                    .as_ref()
+                    .and_then(|r| volume_restrictions::filter(self, r, slot, added.clone())),
+                Plugin::NodeVolumeLimits => st
+                    .limits
+                    .as_ref()
+                    .and_then(|l| node_volume_limits::filter(self, l, slot, added.clone())),
                 _ => self.filter_plugin(plugin, st, slot, freed, &NOTHING_FREED),
             };
             if let Some((unresolvable, detail)) = rejected {
@@ -526,7 +657,7 @@ impl Snapshot {
     }
 
     /// The reason strings of a rejection, as upstream's status reasons.
-    pub fn reasons(&self, st: &PodState, reject: &Reject) -> Vec<String> {
+    pub fn reasons(&self, st: &PodState, slot: u32, reject: &Reject) -> Vec<String> {
         if reject.detail == DETAIL_NOT_IN_PREFILTER_RESULT {
             let plugins = if st.absent_plugins.is_empty() {
                 reject.plugin.name().to_string()
@@ -538,6 +669,9 @@ impl Snapshot {
         if let Some((_, msg)) = &st.prefilter_reject {
             return vec![msg.clone()];
         }
+        if reject.detail == DETAIL_ERROR {
+            return vec![self.error_message(st, slot, reject)];
+        }
         let one = |s: &str| vec![s.to_string()];
         match reject.plugin {
             Plugin::NodeUnschedulable => one(node_unschedulable::ERR_REASON_UNSCHEDULABLE),
@@ -548,6 +682,14 @@ impl Snapshot {
             Plugin::NodeResourcesFit => fit::reasons(self, &st.fit, reject.detail),
             Plugin::PodTopologySpread => one(pts::reason(reject.detail)),
             Plugin::InterPodAffinity => one(ipa::reason(reject.detail)),
+            Plugin::VolumeRestrictions => one(volume_restrictions::reason(reject.detail)),
+            Plugin::NodeVolumeLimits => st
+                .limits
+                .as_ref()
+                .map(|l| node_volume_limits::reasons(l, reject.detail))
+                .unwrap_or_default(),
+            Plugin::VolumeBinding => volume_binding::reasons(reject.detail),
+            Plugin::VolumeZone => one(volume_zone::ERR_REASON_CONFLICT),
             Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => Vec::new(),
         }
     }
@@ -656,7 +798,21 @@ impl Snapshot {
                 }
             }
             Plugin::InterPodAffinity => self.ipa_scores(profile, st, feasible, all),
-            Plugin::NodeUnschedulable | Plugin::NodeName | Plugin::NodePorts => zeros(),
+            Plugin::VolumeBinding => match &st.binding {
+                Some(b) if !profile.volume_binding.shape.is_empty() => {
+                    let args = &profile.volume_binding;
+                    let raw =
+                        map_nodes(feasible, |slot| volume_binding::score(self, b, args, slot));
+                    (raw.clone(), raw)
+                }
+                _ => zeros(),
+            },
+            Plugin::NodeUnschedulable
+            | Plugin::NodeName
+            | Plugin::NodePorts
+            | Plugin::VolumeRestrictions
+            | Plugin::NodeVolumeLimits
+            | Plugin::VolumeZone => zeros(),
         }
     }
 
@@ -812,6 +968,17 @@ impl Snapshot {
                         ..Outcome::default()
                     }
                 }
+                // A Filter error on the nominated node fails the attempt (upstream's
+                // evaluateNominatedNode returns findNodesThatPassFilters' error).
+                Some((slot, Some(r))) if r.detail == DETAIL_ERROR => {
+                    return Outcome {
+                        evaluated_nodes: 1,
+                        num_all_nodes: self.num_nodes(),
+                        error: Some((slot, r)),
+                        state: Some(st),
+                        ..Outcome::default()
+                    };
+                }
                 Some((slot, Some(r))) => nominated_failure = Some((slot, r)),
                 None => {}
             }
@@ -937,6 +1104,11 @@ impl Snapshot {
                                 break 'waves;
                             }
                         }
+                        Some(r) if r.detail == DETAIL_ERROR => {
+                            out.error = Some((slot, r));
+                            processed = pos + off + 1;
+                            break 'waves;
+                        }
                         Some(r) => out.failures.push((slot, r)),
                     }
                 }
@@ -946,6 +1118,10 @@ impl Snapshot {
         }
         out.evaluated_nodes = processed;
         out.feasible_nodes = feasible.len();
+        if out.error.is_some() {
+            out.failures.clear();
+            return out;
+        }
 
         match feasible.len() {
             0 => {

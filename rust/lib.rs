@@ -12,6 +12,7 @@ pub mod profile;
 pub mod sample;
 pub mod selector;
 pub mod snapshot;
+pub mod volume;
 
 use pyo3::prelude::*;
 
@@ -22,6 +23,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<preemption::PreemptionDryRun>()?;
     m.add_class::<pod::CompiledPod>()?;
     m.add_class::<profile::Profile>()?;
+    m.add_class::<volume::VolumeRestrictionsRequest>()?;
+    m.add_class::<volume::VolumeZoneRequest>()?;
+    m.add_class::<volume::NodeVolumeLimitsRequest>()?;
+    m.add_class::<volume::VolumeBindingRequest>()?;
     m.add("FILTER_PLUGINS", profile::filter_plugin_names())?;
     m.add("SCORE_PLUGINS", profile::score_plugin_names())?;
     m.add_function(wrap_pyfunction!(num_feasible_nodes_to_find, m)?)?;

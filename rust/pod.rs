@@ -6,15 +6,18 @@
 //! the snapshot's interned ids once per scheduling attempt (the PreFilter step), because
 //! the snapshot's id space grows as nodes arrive.
 
+use std::sync::Arc;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 
 use crate::plugins::inter_pod_affinity::PodAffinitySpec;
 use crate::plugins::node_affinity::NodeAffinitySpec;
 use crate::plugins::pod_topology_spread::SpreadConstraintSpec;
 use crate::plugins::taint::{Effect, Toleration};
 use crate::selector::LabelSelectorSpec;
+use crate::volume::{parse_pod_volumes, KernelRequests, PodVolumeSpec};
 
 #[pyclass(frozen, module = "ksched._core")]
 #[derive(Debug, Clone, Default)]
@@ -63,6 +66,11 @@ pub struct CompiledPod {
     /// containers' requests with 100m/200Mi for a container missing cpu/memory, plus
     /// overhead. `None`: `non_zero_cpu`, `non_zero_memory` and `requests`.
     pub fit_score_requests: Option<Vec<(String, i64)>>,
+    /// What `spec.volumes` says that the volume plugins read (`None`: nothing).
+    pub volumes: Option<Arc<PodVolumeSpec>>,
+    /// The kernel requests of the current attempt (see `volume`), attached by
+    /// `with_requests`; empty on a pod as compiled.
+    pub kernel: KernelRequests,
 }
 
 impl CompiledPod {
@@ -123,7 +131,7 @@ impl CompiledPod {
         node_name = String::new(), nominated_node_name = String::new(), tolerations = Vec::new(), labels = None, priority = 0,
         node_selector = None, affinity = None, host_ports = Vec::new(), images = Vec::new(),
         image_volumes = Vec::new(), topology_spread_constraints = None, default_spread_selector = None, deleting = false,
-        start_time = None, fit_score_requests = None
+        start_time = None, fit_score_requests = None, volumes = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
@@ -149,8 +157,10 @@ impl CompiledPod {
         deleting: bool,
         start_time: Option<f64>,
         fit_score_requests: Option<&Bound<'_, PyDict>>,
+        volumes: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let key = format!("{namespace}/{name}");
+        let volumes = parse_pod_volumes(volumes, &key)?;
         let reqs = parse_requests(&key, "requests", requests)?;
         let fit_score_requests = fit_score_requests
             .map(|r| parse_requests(&key, "fit_score_requests", r))
@@ -266,7 +276,34 @@ impl CompiledPod {
             deleting,
             start_time,
             fit_score_requests,
+            volumes,
+            kernel: KernelRequests::default(),
         })
+    }
+
+    /// This pod with the kernel requests of one attempt attached (the plugins'
+    /// PreFilter results, see `ksched.framework.interface.KernelPreFilterPlugin`); a
+    /// later request of the same class replaces an earlier one.
+    fn with_requests(&self, requests: &Bound<'_, PyList>) -> PyResult<CompiledPod> {
+        let mut out = self.clone();
+        for r in requests.iter() {
+            out.kernel.add(&r)?;
+        }
+        Ok(out)
+    }
+
+    /// This pod without kernel requests (what the cache keeps of an assumed pod).
+    fn without_requests(&self) -> CompiledPod {
+        CompiledPod {
+            kernel: KernelRequests::default(),
+            ..self.clone()
+        }
+    }
+
+    /// Whether kernel requests are attached.
+    #[getter]
+    fn has_requests(&self) -> bool {
+        !self.kernel.is_empty()
     }
 
     #[getter]
@@ -299,7 +336,7 @@ impl CompiledPod {
     /// names its node.
     #[getter]
     fn signature(&self) -> Option<Vec<u8>> {
-        if !self.node_name.is_empty() {
+        if !self.node_name.is_empty() || !self.kernel.is_empty() {
             return None;
         }
         use std::hash::{Hash, Hasher};
@@ -315,8 +352,7 @@ impl CompiledPod {
             &self.node_selector,
             &self.host_ports,
             &self.images,
-            &self.image_volumes,
-            &self.fit_score_requests,
+            (&self.image_volumes, &self.fit_score_requests, &self.volumes),
         )
             .hash(&mut h);
         format!(

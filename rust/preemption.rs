@@ -36,7 +36,8 @@ use rayon::prelude::*;
 
 use crate::cycle::PodState;
 use crate::plugins::node_resources_fit::Freed;
-use crate::plugins::{Plugin, Reject, DETAIL_NOT_IN_PREFILTER_RESULT};
+use crate::plugins::volume_restrictions::{self, RestrictionsState};
+use crate::plugins::{Plugin, Reject, DETAIL_ERROR, DETAIL_NOT_IN_PREFILTER_RESULT};
 use crate::pod::CompiledPod;
 use crate::profile::Profile;
 use crate::selector::Selector;
@@ -348,7 +349,7 @@ impl Snapshot {
             return Err(NotCandidate::NoVictims);
         }
         if let Some(r) = self.filter_node_freed(profile, st, slot, all_freed) {
-            return Err(NotCandidate::Rejected(r));
+            return Err(self.not_candidate(st, slot, r));
         }
         let mut freed = all_freed.clone();
         self.lower_priority_pods(slot, st.priority, pods);
@@ -393,12 +394,29 @@ impl Snapshot {
         let (ordered, num_violating) = self.split_by_pdb(potential, pdbs);
         let mut detached: Vec<Option<PodRecord>> =
             ordered.iter().map(|&idx| self.detach(idx)).collect();
-        let fits = |snap: &mut Snapshot| {
-            let st = snap.prefilter(pod, profile);
-            snap.filter_node(profile, &st, slot)
+        // VolumeRestrictions keeps its PreFilter count and moves it by the victims'
+        // references (RemovePod/AddPod), as upstream, rather than counting afresh.
+        let base: Option<RestrictionsState> = st.restrictions.clone();
+        let refs = |rec: &PodRecord| {
+            base.as_ref()
+                .map_or(0, |b| volume_restrictions::refs(b, rec))
         };
-        let result = if let Some(r) = fits(self) {
-            Err(NotCandidate::Rejected(r))
+        let mut removed: i64 = detached.iter().flatten().map(refs).sum();
+        let fits = |snap: &mut Snapshot, removed: i64| -> Option<NotCandidate> {
+            let mut st = snap.prefilter(pod, profile);
+            if st.restrictions.is_some() || base.is_some() {
+                st.restrictions = base.as_ref().map(|b| RestrictionsState {
+                    conflicts: b.conflicts - removed,
+                    ..b.clone()
+                });
+                snap.refresh_active_filters(profile, &mut st);
+                st.only_fit_sees_pods = false;
+            }
+            snap.filter_node(profile, &st, slot)
+                .map(|r| snap.not_candidate(&st, slot, r))
+        };
+        let result = if let Some(why) = fits(self, removed) {
+            Err(why)
         } else {
             let mut victims = Vec::new();
             let mut violations = 0;
@@ -406,9 +424,12 @@ impl Snapshot {
                 let Some(rec) = slot_of_rec.take() else {
                     continue;
                 };
+                let r = refs(&rec);
                 let idx = self.attach(rec);
-                if fits(self).is_some() {
+                removed -= r;
+                if fits(self, removed).is_some() {
                     let rec = self.detach(idx).expect("attached just now");
+                    removed += r;
                     victims.push(self.victim(&rec, now));
                     violations += usize::from(k < num_violating);
                     *slot_of_rec = Some(rec);
@@ -421,6 +442,20 @@ impl Snapshot {
         }
         let (victims, violations) = result?;
         self.candidate(slot, victims, violations, num_violating, ordered.len())
+    }
+
+    /// A Filter's rejection of the node as a dry-run outcome (a Filter error ends the
+    /// node's evaluation with that error).
+    fn not_candidate(&self, st: &PodState, slot: u32, r: Reject) -> NotCandidate {
+        if r.detail == DETAIL_ERROR {
+            NotCandidate::Error(format!(
+                "running {:?} filter plugin: {}",
+                r.plugin.name(),
+                self.error_message(st, slot, &r)
+            ))
+        } else {
+            NotCandidate::Rejected(r)
+        }
     }
 
     fn candidate(
@@ -578,9 +613,12 @@ impl Snapshot {
                 NotCandidate::NoVictims => {
                     statuses.push((name, true, "", vec![ERR_NO_VICTIMS.to_string()]))
                 }
-                NotCandidate::Rejected(r) => {
-                    statuses.push((name, r.unresolvable, r.status_plugin(), self.reasons(st, r)))
-                }
+                NotCandidate::Rejected(r) => statuses.push((
+                    name,
+                    r.unresolvable,
+                    r.status_plugin(),
+                    self.reasons(st, *slot, r),
+                )),
             }
         }
         PreemptionDryRun {

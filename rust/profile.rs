@@ -15,6 +15,7 @@ use crate::plugins::inter_pod_affinity::IpaArgs;
 use crate::plugins::node_affinity::NodeAffinityArgs;
 use crate::plugins::node_resources_fit::FitArgs;
 use crate::plugins::pod_topology_spread::SpreadArgs;
+use crate::plugins::volume_binding::VolumeBindingArgs;
 use crate::plugins::Plugin;
 
 #[pyclass(frozen, module = "ksched._core")]
@@ -27,6 +28,7 @@ pub struct Profile {
     pub node_affinity: NodeAffinityArgs,
     pub inter_pod_affinity: IpaArgs,
     pub spread: SpreadArgs,
+    pub volume_binding: VolumeBindingArgs,
     /// 0 = adaptive.
     pub percentage_of_nodes_to_score: u32,
 }
@@ -45,6 +47,7 @@ impl Default for Profile {
             node_affinity: NodeAffinityArgs::default(),
             inter_pod_affinity: IpaArgs::default(),
             spread: SpreadArgs::default(),
+            volume_binding: VolumeBindingArgs::default(),
             percentage_of_nodes_to_score: 0,
         }
     }
@@ -117,6 +120,10 @@ impl Profile {
             }
             if let Some(a) = args::get(all, "PodTopologySpread")? {
                 p.spread = SpreadArgs::from_py(&args::as_dict(&a, "PodTopologySpreadArgs")?)?;
+            }
+            if let Some(a) = args::get(all, "VolumeBinding")? {
+                p.volume_binding =
+                    VolumeBindingArgs::from_py(&args::as_dict(&a, "VolumeBindingArgs")?)?;
             }
         }
         Ok(p)

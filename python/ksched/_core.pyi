@@ -14,10 +14,14 @@ __all__ = [
     "FILTER_PLUGINS",
     "SCORE_PLUGINS",
     "CompiledPod",
+    "NodeVolumeLimitsRequest",
     "PreemptionDryRun",
     "Profile",
     "ScheduleResult",
     "Snapshot",
+    "VolumeBindingRequest",
+    "VolumeRestrictionsRequest",
+    "VolumeZoneRequest",
     "num_feasible_nodes_to_find",
 ]
 
@@ -64,7 +68,19 @@ class CompiledPod:
         deleting: bool = False,
         start_time: float | None = None,
         fit_score_requests: dict[str, int] | None = None,
-    ) -> CompiledPod: ...
+        volumes: dict[str, Any] | None = None,
+    ) -> CompiledPod:
+        """``volumes`` is what ``spec.volumes`` says that the volume plugins read
+        (``ksched.api.volume.volume_spec``): ``claims`` and ``limit_claims`` (claim
+        names), ``disks`` as ``(kind, key, monitors, pool, image, read_only)`` and
+        ``inline`` migrated volumes as ``(driver, handle)``."""
+    def with_requests(self, requests: list[Any]) -> CompiledPod:
+        """A copy with the kernel requests of one attempt attached (the volume plugins'
+        PreFilter results); a later request of one class replaces an earlier one."""
+    def without_requests(self) -> CompiledPod:
+        """A copy without kernel requests."""
+    @property
+    def has_requests(self) -> bool: ...
     @property
     def uid(self) -> str: ...
     @property
@@ -81,6 +97,75 @@ class CompiledPod:
     @property
     def signature(self) -> bytes | None:
         """Equal for pods scheduling treats alike; None for a pod that names its node."""
+
+@final
+class VolumeRestrictionsRequest:
+    """VolumeRestrictions' PreFilter result: the pod's ReadWriteOncePod claim names, or
+    ``reject=(code, message)`` with code ``UnschedulableAndUnresolvable`` or ``Error``."""
+
+    def __new__(
+        cls, rwop_claims: list[str] = ..., *, reject: tuple[str, str] | None = None
+    ) -> VolumeRestrictionsRequest: ...
+    @property
+    def reject(self) -> tuple[str, str] | None: ...
+
+@final
+class VolumeZoneRequest:
+    """VolumeZone's PreFilter result: ``(label key, values)`` of the bound PVs' topology
+    labels, or a ``reject``."""
+
+    def __new__(
+        cls,
+        topologies: list[tuple[str, list[str]]] = ...,
+        *,
+        reject: tuple[str, str] | None = None,
+    ) -> VolumeZoneRequest: ...
+    @property
+    def reject(self) -> tuple[str, str] | None: ...
+
+@final
+class NodeVolumeLimitsRequest:
+    """NodeVolumeLimits' per-pod lookups: ``(driver, volume handle)`` of the pod's
+    attachable volumes and, in volume order, the lookup errors
+    ``(needs_csi_node, unresolvable, message)`` (the first that applies to a node is its
+    Filter status)."""
+
+    def __new__(
+        cls,
+        volumes: list[tuple[str, str]] = ...,
+        *,
+        errors: list[tuple[bool, bool, str]] = ...,
+    ) -> NodeVolumeLimitsRequest: ...
+    @property
+    def volumes(self) -> list[tuple[str, str]]: ...
+    @property
+    def errors(self) -> list[tuple[bool, bool, str]]: ...
+
+@final
+class VolumeBindingRequest:
+    """VolumeBinding's PreFilter result (see ``ksched.plugins.volume_binding``):
+    ``bound`` one dict per bound claim (None: its PV is missing) with ``affinity`` and,
+    for a migratable in-tree PV, ``migrated_plugin`` with ``migrated_affinity`` or
+    ``migrated_error``; ``delay`` one dict per unbound WaitForFirstConsumer claim with
+    ``selected_node``, ``prebound``/``candidates`` (``{"pv": index, "affinity": ...}``,
+    candidates smallest first), ``provision`` (``{"supported": bool, "topologies":
+    [...], "capacity": [(index, nodeTopology)]}`` or ``{"error": message}``),
+    ``request`` and ``class``; ``match_order`` the claims to match, in upstream's size
+    order; ``pvs`` ``(name, class, capacity)`` and ``capacities`` for scoring; or a
+    ``reject``."""
+
+    def __new__(
+        cls,
+        *,
+        bound: list[dict[str, Any] | None] | None = None,
+        delay: list[dict[str, Any]] | None = None,
+        match_order: list[int] = ...,
+        pvs: list[tuple[str, str, int]] = ...,
+        capacities: list[int] = ...,
+        reject: tuple[str, str] | None = None,
+    ) -> VolumeBindingRequest: ...
+    @property
+    def reject(self) -> tuple[str, str] | None: ...
 
 @final
 class Profile:
@@ -127,6 +212,12 @@ class ScheduleResult:
     @property
     def pre_filter_plugins(self) -> list[str]:
         """The plugins whose PreFilter narrowed the nodes to a set of names."""
+    @property
+    def pre_filter_error(self) -> bool:
+        """That PreFilter returned an error (not UnschedulableAndUnresolvable)."""
+    @property
+    def filter_error(self) -> tuple[str, str] | None:
+        """``(plugin, message)`` of a Filter that returned an error (the attempt fails)."""
     def reason_counts(self) -> dict[str, int]:
         """How many nodes gave each reason."""
     def status_of(self, node: str) -> tuple[bool, str, list[str]] | None:
@@ -211,10 +302,33 @@ class Snapshot:
         self, candidates: list[tuple[str, list[str], int]], now: float
     ) -> int | None:
         """Index of the best candidate by upstream's ranking; None for none."""
+    def volume_binding_plan(
+        self, request: VolumeBindingRequest, node_name: str
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int | None]]] | None:
+        """VolumeBinding's plan on one node: ``([(claim, pv)], [(claim, capacity)])``
+        (indices into the request); None when the node is unknown or does not fit."""
+    def set_csi_node(
+        self,
+        name: str,
+        limits: list[tuple[str, int]],
+        migrated: list[str] = ...,
+        drivers: list[str] = ...,
+    ) -> None:
+        """Node ``name``'s CSINode: ``(driver, allocatable count)``, migrated in-tree
+        plugins, driver names (the node need not exist yet)."""
+    def remove_csi_node(self, name: str) -> bool: ...
+    def set_node_attachments(self, name: str, attachments: list[tuple[str, str]]) -> None:
+        """``(attacher, volume handle)`` of the VolumeAttachments to node ``name``."""
+    def set_claim_volume(self, key: str, volume: tuple[str, str] | None) -> None:
+        """The ``(driver, volume handle)`` claim ``namespace/name`` counts as (None:
+        none), for NodeVolumeLimits."""
     def set_nominated(self, pod: CompiledPod, node_name: str) -> None: ...
     def clear_nominated(self, uid: str) -> bool: ...
     @property
     def num_nominated(self) -> int: ...
+    def active_filters(self, pod: CompiledPod, profile: Profile) -> list[str]:
+        """The Filter plugins that can reject some node for ``pod`` (the others are
+        skipped for it), in profile order."""
     def explain(self, pod: CompiledPod, profile: Profile) -> list[dict[str, Any]]:
         """Every node's Filter outcome and, for feasible nodes, each Score plugin's raw and
         normalized score and the weighted total (no sampling)."""

@@ -137,7 +137,8 @@ def _add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--feature-gates",
         default="",
         metavar="A=true,B=false",
-        help="feature gates; ksched uses CoordinatedLeaderElection (default false)",
+        help="feature gates; ksched uses CoordinatedLeaderElection and "
+        "StorageCapacityScoring (both default false)",
     )
     serving = p.add_argument_group("secure serving and delegated authentication")
     serving.add_argument("--bind-address", default="0.0.0.0", help="address of the HTTPS endpoints")

@@ -57,11 +57,19 @@ __all__ = ["ConfiguredPlugin", "ProfileError", "build_profiles", "implemented_pl
 log = logging.getLogger(__name__)
 
 DEFAULT_PREEMPTION = "DefaultPreemption"
+VOLUME_BINDING = "VolumeBinding"
 #: ``DefaultPreemptionArgs`` defaults (a profile with other values gets its own instance).
 _DEFAULT_PREEMPTION_ARGS = {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100}
+#: ``VolumeBindingArgs.bindTimeoutSeconds``'s default.
+_DEFAULT_BIND_TIMEOUT = 600
 
 #: Methods that come with an extension point's method (same plugin, same point).
-_COMPANIONS = {"less": ("sort_key",), "score": ("normalize_score",), "reserve": ("unreserve",)}
+_COMPANIONS = {
+    "less": ("sort_key",),
+    "score": ("normalize_score",),
+    "reserve": ("unreserve",),
+    "pre_bind": ("pre_bind_pre_flight",),
+}
 
 
 class ProfileError(Exception):
@@ -131,6 +139,11 @@ class ConfiguredPlugin:
         events = getattr(plugin, "events_to_register", None)
         if callable(events):
             self.events_to_register = events
+        applies = getattr(plugin, "applies_to", None)
+        if callable(applies):
+            self.applies_to = applies
+        if "preBind" in self.points and getattr(plugin, "pre_bind_parallel", False):
+            self.pre_bind_parallel = True
 
     def setup(self, handle: Handle) -> None:
         if self._handle is not None:
@@ -166,11 +179,18 @@ def _python_plugins(
 ) -> tuple[Any, ...] | None:
     name = prof.scheduler_name or ""
     preemption_args = _plain_args(prof, DEFAULT_PREEMPTION)
+    binding_args = _plain_args(prof, VOLUME_BINDING)
     builtins = {
-        p.name: p for p in default_plugins(plugin_args={DEFAULT_PREEMPTION: preemption_args})
+        p.name: p
+        for p in default_plugins(
+            plugin_args={DEFAULT_PREEMPTION: preemption_args, VOLUME_BINDING: binding_args}
+        )
     }
     default_args = all(
         (preemption_args or {}).get(k, v) == v for k, v in _DEFAULT_PREEMPTION_ARGS.items()
+    ) and (binding_args or {}).get("bindTimeoutSeconds", _DEFAULT_BIND_TIMEOUT) in (
+        None,
+        _DEFAULT_BIND_TIMEOUT,
     )
     kernels = set(_core.FILTER_PLUGINS) | set(_core.SCORE_PLUGINS)
     enabled_at: dict[str, list[str]] = {}  # plugin -> points, in first-appearance order

@@ -81,7 +81,9 @@ from prometheus_client.registry import Collector
 
 from ksched import aio
 from ksched.config import (
+    DEFAULT_FEATURE_GATES,
     ConfigError,
+    FeatureGates,
     KubeSchedulerConfiguration,
     load_config,
     load_config_bytes,
@@ -125,7 +127,7 @@ KUBE_VERSION = "1.36.0"
 #: ``NewLeaderHealthzAdaptor(time.Second * 20)`` in kube-scheduler.
 LEADER_WATCHDOG_TOLERANCE = 20.0
 #: Feature gates ``ksched run`` knows (others are accepted and ignored, with a warning).
-FEATURE_GATES = {"CoordinatedLeaderElection": False}
+FEATURE_GATES = {"CoordinatedLeaderElection": False, "StorageCapacityScoring": False}
 
 
 class RunError(Exception):
@@ -223,6 +225,17 @@ def parse_feature_gates(text: str) -> dict[str, bool]:
     return gates
 
 
+def config_gates(gates: Mapping[str, bool]) -> FeatureGates:
+    """The gates that change config defaults and validation: v1.36's defaults with
+    ``--feature-gates`` applied (StorageCapacityScoring gives VolumeBinding its default
+    ``shape``, and with it the storage capacity score)."""
+    return DEFAULT_FEATURE_GATES.with_(
+        storage_capacity_scoring=gates.get(
+            "StorageCapacityScoring", FEATURE_GATES["StorageCapacityScoring"]
+        )
+    )
+
+
 @dataclass(slots=True)
 class RunStatus:
     """What the readiness checks and the endpoints read while ``ksched run`` runs."""
@@ -234,15 +247,17 @@ class RunStatus:
 
 def resolve_config(opts: RunOptions) -> KubeSchedulerConfiguration:
     """Load the config file (or the defaults) and apply the flags that override it."""
+    gates = config_gates(opts.feature_gates)
     if opts.config:
         registry = default_registry()
         cfg = load_config(
             opts.config,
             extra_plugins=registry.names(),
             extension_points=registry.extension_points(),
+            gates=gates,
         )
     else:
-        cfg = load_config_bytes(_EMPTY_CONFIG)
+        cfg = load_config_bytes(_EMPTY_CONFIG, gates=gates)
     if opts.kubeconfig is not None:
         cfg.client_connection.kubeconfig = opts.kubeconfig
     if opts.leader_elect is not None:

@@ -124,10 +124,30 @@ def _place(
     node = result.node
     if node is not None:
         return node, None, result
+    error = _kernel_error(result)
+    if error is not None:
+        return None, error, result
     if result.num_all_nodes == 0:
         return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE), result
     fit = _rust_fit_error(result)
     return None, _post_filter(fw, state, info, fit, NodeStatuses.of_result(result)), result
+
+
+def _kernel_error(result: Any) -> Status | None:
+    """The error of a Rust PreFilter or Filter that did not just reject nodes (the
+    attempt fails with it, as upstream's, without PostFilter)."""
+    if result.pre_filter_error and result.pre_filter_msg is not None:
+        plugins = result.unschedulable_plugins()
+        plugin = plugins[0] if plugins else ""
+        return Status(
+            Code.ERROR,
+            f'running PreFilter plugin "{plugin}": {result.pre_filter_msg}',
+            plugin=plugin,
+        )
+    if result.filter_error is not None:
+        plugin, message = result.filter_error
+        return Status(Code.ERROR, f'running "{plugin}" filter plugin: {message}', plugin=plugin)
+    return None
 
 
 #: PostFilter runs put off by the asynchronous cycle, which awaits them itself.
@@ -349,6 +369,9 @@ def _run_filters(
             return _Filtered([ni], {nominated: 0}, {}, result), None, result
         result = snapshot.schedule(info.compiled, fw.profile.kernels, True, use_nomination=False)
     if result.node is None:
+        error = _kernel_error(result)
+        if error is not None:
+            return None, error, result
         if result.num_all_nodes == 0:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE), result
         if names is not None:
@@ -577,6 +600,23 @@ async def schedule_one_async(sched: Scheduler, info: QueuedPodInfo) -> None:
     pod = info.pod
     start = _perf()
     state = CycleState(record_plugin_metrics=_random() < _SAMPLE)
+    base = info.compiled
+    if fw.points.kernel_pre_filter:
+        info.compiled, failed = fw.run_kernel_pre_filter(state, pod, base)
+        if failed is not None:
+            info.compiled = base
+            handle_scheduling_failure(sched, fw, info, failed, start)
+            return
+    try:
+        await _schedule_async(sched, fw, info, state, start)
+    finally:
+        info.compiled = base
+
+
+async def _schedule_async(
+    sched: Scheduler, fw: Framework, info: QueuedPodInfo, state: CycleState, start: float
+) -> None:
+    pod = info.pod
     deferred: _Deferred = []
     node, status, generation = await _place_with_extenders(sched, fw, info, state, start, deferred)
     if _gone_or_bound(sched, pod):
@@ -675,7 +715,17 @@ def schedule_one(
         return True
     start = _perf() - placed_seconds
     state = CycleState(record_plugin_metrics=_random() < _SAMPLE)
-    node, status, _result = _place(sched, fw, info, state, placed)
+    base = info.compiled
+    if placed is None and fw.points.kernel_pre_filter:
+        info.compiled, failed = fw.run_kernel_pre_filter(state, info.pod, base)
+        if failed is not None:
+            handle_scheduling_failure(sched, fw, info, failed, start)
+            return False
+    try:
+        node, status, _result = _place(sched, fw, info, state, placed)
+    finally:
+        # The attempt's kernel requests are not kept with the queued pod.
+        info.compiled = base
     if node is None:
         assert status is not None
         fw.ok_filter.observe(_perf() - start)
@@ -700,7 +750,7 @@ def _reserve_and_bind(
     cache.assume(pod, info.compiled, node)
     if pod.uid in queue.nominator.by_uid:
         queue.nominator.delete(pod.uid)
-    if fw.points.reserve or fw.points.permit:
+    if fw.needs_reserve_or_permit(pod):
         s = fw.run_reserve(state, pod, node)
         if s is None:
             s = fw.run_permit(state, pod, node)
@@ -745,7 +795,10 @@ def batchable(sched: Scheduler, info: QueuedPodInfo) -> bool:
     next pod (PreFilter/Filter/Score, Reserve, Permit), and no extenders."""
     fw = sched.frameworks.get(info.pod.scheduler_name)
     return fw is not None and not (
-        fw.python_placement or fw.points.reserve or fw.points.permit or fw.extenders
+        fw.python_placement
+        or fw.extenders
+        or fw.needs_reserve_or_permit(info.pod)
+        or fw.needs_kernel_pre_filter(info.pod)
     )
 
 
@@ -983,6 +1036,22 @@ class Binder:
     ) -> None:
         sched = self._sched
         pod = info.pod
+        pre_flight: Status | None = Status(Code.SKIP)
+        if fw.points.pre_bind:
+            pre_flight = fw.run_pre_bind_pre_flights(state, pod, node)
+            if pre_flight is not None and pre_flight.code is not Code.SKIP:
+                if waiting:
+                    wp = fw.waiting_pods.get(pod.uid)
+                    if wp is not None:
+                        wp.reject("", pre_flight.message)
+                    await fw.wait_on_permit(pod)
+                    sched.queue.done(pod.uid)
+                self._failed(info, node, fw, state, start, pre_flight)
+                return
+        if (pre_flight is None or waiting) and pod.nominated_node_name != node:
+            # NominatedNodeNameForExpectation: tell other components (the cluster
+            # autoscaler) where the pod is about to be bound while PreBind or Permit work.
+            await self._nominate(pod, node)
         if waiting:
             s = await fw.wait_on_permit(pod)
             if s is not None:
@@ -1019,6 +1088,16 @@ class Binder:
         sched.recorder.scheduled(pod, node, fw.name)
         if fw.points.post_bind:
             fw.run_post_bind(state, pod, node)
+
+    async def _nominate(self, pod: Pod, node: str) -> None:
+        try:
+            await self._sched.api.patch_pod_status(
+                namespace=pod.namespace,
+                name=pod.name,
+                patch={"status": {"nominatedNodeName": node}},
+            )
+        except (APIError, OSError) as exc:
+            log.warning("could not set the nominated node of %s to %s: %s", pod.key, node, exc)
 
     def _failed(
         self,

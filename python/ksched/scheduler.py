@@ -37,7 +37,7 @@ import socket
 import uuid
 from collections import Counter
 from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
 from ksched._core import CompiledPod, Snapshot
 from ksched.api.errors import InvalidObjectError
@@ -84,6 +84,7 @@ _MAX_UNBATCHED = 4096
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+T = TypeVar("T")
 
 __all__ = ["Scheduler", "SchedulerHandle"]
 
@@ -191,6 +192,12 @@ class SchedulerHandle:
     def informer(self, kind: Kind) -> SharedInformer:
         return self._sched.shared_informers.get(kind)
 
+    def shared(self, key: str, factory: Callable[[], T]) -> T:
+        objects = self._sched.plugin_shared
+        if key not in objects:
+            objects[key] = factory()
+        return cast("T", objects[key])
+
     def pod_disruption_budgets(self) -> Collection[Obj]:
         informer = self._sched.pdb_informer
         return informer.store.values() if informer is not None else ()
@@ -237,6 +244,8 @@ class Scheduler:
         #: Informers of the kinds plugins read (volumes, claims...): plugins ask for
         #: them in ``setup``; every kind their events name is watched.
         self.shared_informers = SharedInformers(api)
+        #: Objects the plugins of all profiles share (``Handle.shared``).
+        self.plugin_shared: dict[str, object] = {}
         self.handle = SchedulerHandle(self)
         for ext in self.extenders:
             if isinstance(ext, HTTPExtender) and ext.node_pods is None:

@@ -214,8 +214,16 @@ async def run_simulation(
     for i in range(nodes):
         obj = cluster.create("nodes", wl.node(i, rng))
         node_names.append(obj["metadata"]["name"])
+        for kind, extra in wl.node_objects(obj) if wl.node_objects else ():
+            cluster.create(kind, extra)
+
+    def create_pod(pod: dict[str, Any]) -> None:
+        for kind, extra in wl.pod_objects(pod) if wl.pod_objects else ():
+            cluster.create(kind, extra)
+        cluster.create("pods", pod)
+
     for i in range(existing_pods):
-        cluster.create("pods", wl.existing_pod(i, node_names[i % len(node_names)], rng))
+        create_pod(wl.existing_pod(i, node_names[i % len(node_names)], rng))
 
     sched = Scheduler(
         cluster,
@@ -238,7 +246,7 @@ async def run_simulation(
     while True:
         if created < pods:
             for _ in range(min(_CREATE_BATCH, pods - created)):
-                cluster.create("pods", wl.new_pod(created, rng))
+                create_pod(wl.new_pod(created, rng))
                 created += 1
         bound = sched.stats.bound
         now = time.perf_counter()

@@ -11,9 +11,13 @@ pub mod node_name;
 pub mod node_ports;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod node_volume_limits;
 pub mod pod_topology_spread;
 pub mod taint;
 pub mod taint_toleration;
+pub mod volume_binding;
+pub mod volume_restrictions;
+pub mod volume_zone;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Plugin {
@@ -23,6 +27,10 @@ pub enum Plugin {
     NodeAffinity,
     NodePorts,
     NodeResourcesFit,
+    VolumeRestrictions,
+    NodeVolumeLimits,
+    VolumeBinding,
+    VolumeZone,
     PodTopologySpread,
     InterPodAffinity,
     NodeResourcesBalancedAllocation,
@@ -30,13 +38,17 @@ pub enum Plugin {
 }
 
 impl Plugin {
-    pub const ALL: [Plugin; 10] = [
+    pub const ALL: [Plugin; 14] = [
         Plugin::NodeUnschedulable,
         Plugin::NodeName,
         Plugin::TaintToleration,
         Plugin::NodeAffinity,
         Plugin::NodePorts,
         Plugin::NodeResourcesFit,
+        Plugin::VolumeRestrictions,
+        Plugin::NodeVolumeLimits,
+        Plugin::VolumeBinding,
+        Plugin::VolumeZone,
         Plugin::PodTopologySpread,
         Plugin::InterPodAffinity,
         Plugin::NodeResourcesBalancedAllocation,
@@ -51,6 +63,10 @@ impl Plugin {
             Plugin::NodeAffinity => node_affinity::NAME,
             Plugin::NodePorts => node_ports::NAME,
             Plugin::NodeResourcesFit => node_resources_fit::NAME,
+            Plugin::VolumeRestrictions => volume_restrictions::NAME,
+            Plugin::NodeVolumeLimits => node_volume_limits::NAME,
+            Plugin::VolumeBinding => volume_binding::NAME,
+            Plugin::VolumeZone => volume_zone::NAME,
             Plugin::PodTopologySpread => pod_topology_spread::NAME,
             Plugin::InterPodAffinity => inter_pod_affinity::NAME,
             Plugin::NodeResourcesBalancedAllocation => balanced_allocation::NAME,
@@ -75,6 +91,7 @@ impl Plugin {
             Plugin::TaintToleration
                 | Plugin::NodeAffinity
                 | Plugin::NodeResourcesFit
+                | Plugin::VolumeBinding
                 | Plugin::PodTopologySpread
                 | Plugin::InterPodAffinity
                 | Plugin::NodeResourcesBalancedAllocation
@@ -111,3 +128,7 @@ impl Reject {
         }
     }
 }
+
+/// `detail` of a Filter that returned an error on the node (not a rejection): the
+/// attempt fails with that error.
+pub const DETAIL_ERROR: u64 = u64::MAX - 1;

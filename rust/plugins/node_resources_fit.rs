@@ -499,7 +499,7 @@ fn most_requested(requested: i64, capacity: i64) -> i64 {
     requested.min(capacity) * MAX_NODE_SCORE / capacity
 }
 
-fn broken_linear(shape: &[(i64, i64)], p: i64) -> i64 {
+pub fn broken_linear(shape: &[(i64, i64)], p: i64) -> i64 {
     for (i, &(u, s)) in shape.iter().enumerate() {
         if p <= u {
             if i == 0 {

@@ -17,6 +17,7 @@ pub mod intern;
 pub mod nominated;
 pub mod py;
 pub mod resources;
+pub mod storage;
 pub mod tree;
 
 use std::sync::Arc;
@@ -30,6 +31,7 @@ use crate::plugins::node_ports::{self, HostPort};
 use crate::plugins::taint::{Effect, Taint};
 use crate::pod::CompiledPod;
 use crate::selector::intern_labels;
+use crate::volume::RecVolumes;
 use intern::Interner;
 use resources::{ResourceTable, PODS};
 use tree::NodeTree;
@@ -58,6 +60,8 @@ pub struct PodRecord {
     /// Compiled affinity terms, when the pod has any.
     pub affinity: Option<Box<CompiledAffinity>>,
     pub host_ports: Vec<HostPort>,
+    /// The pod's volumes the volume kernels read, when it has any.
+    pub volumes: Option<Box<RecVolumes>>,
 }
 
 /// Node fields as the API describes them, in canonical units.
@@ -150,6 +154,8 @@ pub struct Snapshot {
     pub nominated_sum: Vec<nominated::NominatedSum>,
     /// Existing pods' required anti-affinity terms, grouped.
     pub anti_index: anti::AntiIndex,
+    /// CSINodes, VolumeAttachments and claims, for the volume kernels.
+    pub storage: storage::Storage,
 
     tree: NodeTree,
     pub(crate) order: Vec<u32>,
@@ -208,6 +214,7 @@ impl Snapshot {
             nominated_on: Vec::new(),
             nominated_sum: Vec::new(),
             anti_index: anti::AntiIndex::default(),
+            storage: storage::Storage::default(),
             tree: NodeTree::default(),
             order: Vec::new(),
             order_dirty: false,
@@ -325,6 +332,7 @@ impl Snapshot {
         self.nominated_on[i] = self.nominated.on(name).len() as u32;
         self.names[i] = Arc::from(name);
         self.refresh_nominated_sum(slot);
+        self.storage.slot_allocated(slot, name);
         self.in_use[i] = true;
         self.by_name.insert(name.to_owned(), slot);
         slot
@@ -332,6 +340,8 @@ impl Snapshot {
 
     fn release_slot(&mut self, slot: u32) {
         let i = slot as usize;
+        let name = self.names[i].clone();
+        self.storage.slot_released(slot, &name);
         self.by_name.remove(&*self.names[i]);
         self.names[i] = Arc::from("");
         self.in_use[i] = false;
@@ -343,6 +353,7 @@ impl Snapshot {
         self.non_zero_memory[i] = 0;
         self.clear_node_fields(slot);
         self.node_pods[i].clear();
+        self.storage.slot_cleared(slot);
         self.nominated_on[i] = 0;
         self.nominated_sum[i] = Default::default();
         self.node_ports[i].clear();
@@ -504,6 +515,10 @@ impl Snapshot {
             )))
         };
         let host_ports = node_ports::compile(&pod.host_ports, &mut self.interner);
+        let volumes = pod
+            .volumes
+            .as_ref()
+            .map(|v| Box::new(RecVolumes::compile(v, &pod.namespace, &mut self.interner)));
         PodRecord {
             uid: Arc::from(pod.uid.as_str()),
             name: pod.name.clone(),
@@ -519,6 +534,7 @@ impl Snapshot {
             deleting: pod.deleting,
             affinity,
             host_ports,
+            volumes,
         }
     }
 
@@ -542,6 +558,9 @@ impl Snapshot {
             }
         };
         self.node_pods[i].push(idx);
+        if let Some(v) = &rec.volumes {
+            self.storage.pod_attached(rec.slot, v, idx);
+        }
         self.update_counts(&rec, 1);
         self.pod_index.insert(rec.uid.to_string(), idx);
         self.pods[idx as usize] = Some(rec);
@@ -555,6 +574,9 @@ impl Snapshot {
     pub(crate) fn detach(&mut self, idx: u32) -> Option<PodRecord> {
         self.index_anti(idx, -1);
         let rec = self.pods[idx as usize].take()?;
+        if let Some(v) = &rec.volumes {
+            self.storage.pod_detached(rec.slot, v, idx);
+        }
         self.pod_index.remove(&*rec.uid);
         self.update_counts(&rec, -1);
         self.free_pods.push(idx);

@@ -12,14 +12,19 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::{NodeSpec, Snapshot};
+use super::{storage, NodeSpec, Snapshot};
 use crate::cycle::Outcome;
 use crate::plugins::taint::Effect;
-use crate::plugins::Plugin;
+use crate::plugins::volume_binding;
+use crate::plugins::{Plugin, DETAIL_ERROR};
 use crate::pod::CompiledPod;
 use crate::preemption::{pick_one, Candidate, Pdb, PreemptionDryRun, Victim};
 use crate::profile::Profile;
 use crate::selector::{LabelSelectorSpec, Selector};
+use crate::volume::{unique_name, VolumeBindingRequest};
+
+/// VolumeBinding's plan on one node: `([(claim, pv)], [(claim, capacity)])`.
+type VolumeBindingPlan = (Vec<(u32, u32)>, Vec<(u32, Option<u32>)>);
 
 /// A failed node's status: `(node, unresolvable, plugin, reasons)`.
 type NodeStatus = (String, bool, &'static str, Vec<String>);
@@ -59,6 +64,12 @@ pub struct ScheduleResult {
     /// PreFilter "plugins with nodes", which are unschedulable plugins of a failure).
     #[pyo3(get)]
     pre_filter_plugins: Vec<&'static str>,
+    /// That PreFilter returned an error (not UnschedulableAndUnresolvable).
+    #[pyo3(get)]
+    pre_filter_error: bool,
+    /// `(plugin, message)` of a Filter that returned an error: the attempt fails.
+    #[pyo3(get)]
+    filter_error: Option<(&'static str, String)>,
 }
 
 #[pymethods]
@@ -174,7 +185,7 @@ impl Snapshot {
             failed.reserve(out.failures.len());
             for (slot, r) in &out.failures {
                 let format = || {
-                    reason_sets.push(self.reasons(st, r));
+                    reason_sets.push(self.reasons(st, *slot, r));
                     reason_sets.len() - 1
                 };
                 let key = (r.plugin, r.detail);
@@ -200,6 +211,13 @@ impl Snapshot {
             .as_ref()
             .and_then(|st| st.prefilter_reject.as_ref())
             .map(|(_, m)| m.clone());
+        let pre_filter_error = out.state.as_ref().is_some_and(|st| st.prefilter_error);
+        let filter_error = match (&out.error, &out.state) {
+            (Some((slot, r)), Some(st)) => {
+                Some((r.plugin.name(), self.error_message(st, *slot, r)))
+            }
+            _ => None,
+        };
         ScheduleResult {
             pre_filter_msg,
             pre_filter_plugins: if out.narrowed {
@@ -207,6 +225,8 @@ impl Snapshot {
             } else {
                 Vec::new()
             },
+            pre_filter_error,
+            filter_error,
             node: out.chosen.map(|s| self.names[s as usize].to_string()),
             evaluated_nodes: out.evaluated_nodes,
             feasible_nodes: out.feasible_nodes,
@@ -347,6 +367,100 @@ impl Snapshot {
         Ok(())
     }
 
+    /// VolumeBinding's plan on node `node_name` for `request` (what its Filter found
+    /// there): `([(claim, pv)], [(claim, capacity or None)])`, indices into the
+    /// request's `delay`, `pvs` and `capacities`; `None` when the node is unknown or the
+    /// pod does not fit there.
+    fn volume_binding_plan(
+        &mut self,
+        request: &VolumeBindingRequest,
+        node_name: &str,
+    ) -> Option<VolumeBindingPlan> {
+        let slot = self
+            .slot_of(node_name)
+            .filter(|&s| self.has_node[s as usize])?;
+        let st = volume_binding::prefilter(self, request);
+        let p = volume_binding::plan(self, &st, slot);
+        (p.reasons == 0 && p.error.is_none()).then_some((p.bindings, p.provisions))
+    }
+
+    /// Set node `name`'s CSINode: `limits` are `(driver, allocatable.count)` of the
+    /// drivers that set a count, `migrated` the in-tree plugins of its
+    /// `storage.alpha.kubernetes.io/migrated-plugins` annotation, `drivers` every driver
+    /// name. The node need not exist yet.
+    #[pyo3(signature = (name, limits, migrated = Vec::new(), drivers = Vec::new()))]
+    fn set_csi_node(
+        &mut self,
+        name: &str,
+        limits: Vec<(String, i64)>,
+        migrated: Vec<String>,
+        drivers: Vec<String>,
+    ) {
+        let csi = storage::CsiNode {
+            limits: limits
+                .iter()
+                .map(|(d, n)| (self.interner.intern(d), *n))
+                .collect(),
+            migrated: migrated.iter().map(|p| self.interner.intern(p)).collect(),
+            drivers: drivers.iter().map(|d| self.interner.intern(d)).collect(),
+        };
+        let slot = self.slot_of(name);
+        self.storage.entry(slot, name).csi = Some(csi);
+        self.generation += 1;
+    }
+
+    /// Forget node `name`'s CSINode; returns whether it had one.
+    fn remove_csi_node(&mut self, name: &str) -> bool {
+        let slot = self.slot_of(name);
+        let had = self.storage.entry(slot, name).csi.take().is_some();
+        self.storage.tidy(name);
+        self.generation += 1;
+        had
+    }
+
+    /// Set the CSI volumes attached to node `name` by VolumeAttachments, as
+    /// `(attacher, volume handle)`.
+    fn set_node_attachments(&mut self, name: &str, attachments: Vec<(String, String)>) {
+        let att = attachments
+            .iter()
+            .map(|(d, h)| {
+                (
+                    self.interner.intern(d),
+                    self.interner.intern(&unique_name(d, h)),
+                )
+            })
+            .collect();
+        let slot = self.slot_of(name);
+        self.storage.entry(slot, name).attachments = att;
+        self.storage.tidy(name);
+        self.generation += 1;
+    }
+
+    /// The CSI volume claim `namespace/name` counts as on a node (NodeVolumeLimits),
+    /// `(driver, volume handle)`; `None` when it counts as none.
+    fn set_claim_volume(&mut self, key: &str, volume: Option<(String, String)>) {
+        let k = self.interner.intern(key);
+        let v = volume.map(|(driver, handle)| {
+            (
+                self.interner.intern(&driver),
+                self.interner.intern(&unique_name(&driver, &handle)),
+            )
+        });
+        let pods = &self.pods;
+        self.storage.set_claim_volume(k, v, |idx| {
+            let rec = pods.get(idx as usize)?.as_ref()?;
+            let times = rec
+                .volumes
+                .as_ref()?
+                .limit_keys
+                .iter()
+                .filter(|&&x| x == k)
+                .count();
+            Some((rec.slot, times))
+        });
+        self.generation += 1;
+    }
+
     /// Add or replace a namespace and its labels.
     #[pyo3(name = "upsert_namespace", signature = (name, labels = None))]
     fn py_upsert_namespace(
@@ -452,13 +566,15 @@ impl Snapshot {
                     s.set_item("plugin", r.status_plugin())?;
                     s.set_item(
                         "code",
-                        if r.unresolvable {
+                        if r.detail == DETAIL_ERROR {
+                            "Error"
+                        } else if r.unresolvable {
                             "UnschedulableAndUnresolvable"
                         } else {
                             "Unschedulable"
                         },
                     )?;
-                    s.set_item("reasons", self.reasons(&st, r))?;
+                    s.set_item("reasons", self.reasons(&st, row.slot, r))?;
                     d.set_item("status", s)?;
                 }
             }
@@ -539,7 +655,14 @@ impl Snapshot {
         }
         Ok(self
             .filter_node(profile, &st, slot)
-            .map(|r| (r.unresolvable, r.plugin.name(), self.reasons(&st, &r))))
+            .map(|r| (r.unresolvable, r.plugin.name(), self.reasons(&st, slot, &r))))
+    }
+
+    /// The profile's Filter plugins that can reject some node for `pod`, in profile
+    /// order: the others are skipped for it (their PreFilter found nothing to check).
+    fn active_filters(&mut self, pod: &CompiledPod, profile: &Profile) -> Vec<&'static str> {
+        let st = self.prefilter(pod, profile);
+        st.active_filters.iter().map(|p| p.name()).collect()
     }
 
     /// DefaultPreemption's dry run (see `preemption`): the candidates among `potential`

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from ksched.sim.workloads import make_node, make_pod
-from ksched.testing.controlplane import ControlPlane
+from ksched.testing.controlplane import ControllerManager, ControlPlane
 from ksched.testing.ksched_process import KschedProcess
 
 pytestmark = pytest.mark.integration
@@ -45,9 +45,14 @@ READ = {
     ("storage.k8s.io", "csinodes"),
     ("policy", "poddisruptionbudgets"),
     ("", "pods"),
+    ("storage.k8s.io", "csidrivers"),
+    ("storage.k8s.io", "csistoragecapacities"),
+    ("storage.k8s.io", "volumeattachments"),
 }
 EXPECTED_CLUSTER = {(g, r, "", v) for g, r in READ for v in ("list", "watch")} | {
     ("", "pods", "", "delete"),
+    ("", "persistentvolumes", "", "update"),
+    ("", "persistentvolumeclaims", "", "update"),
     ("", "pods/binding", "", "create"),
     ("", "pods/status", "", "patch"),
     ("events.k8s.io", "events", "", "create"),
@@ -189,6 +194,20 @@ def test_the_manifests_grant_exactly_the_listed_permissions(deployed: list[Obj])
             True,
         ),
         ({"verb": "create", "group": "authentication.k8s.io", "resource": "tokenreviews"}, True),
+        ({"verb": "update", "resource": "persistentvolumes", "name": "pv"}, True),
+        (
+            {"verb": "update", "resource": "persistentvolumeclaims", "namespace": "x", "name": "c"},
+            True,
+        ),
+        ({"verb": "list", "group": "storage.k8s.io", "resource": "volumeattachments"}, True),
+        ({"verb": "patch", "resource": "persistentvolumes", "name": "pv"}, False),
+        ({"verb": "delete", "resource": "persistentvolumes", "name": "pv"}, False),
+        ({"verb": "create", "resource": "persistentvolumes"}, False),
+        (
+            {"verb": "delete", "resource": "persistentvolumeclaims", "namespace": "x", "name": "c"},
+            False,
+        ),
+        ({"verb": "update", "group": "storage.k8s.io", "resource": "storageclasses"}, False),
         ({"verb": "get", "resource": "pods", "namespace": "x", "name": "p"}, False),
         ({"verb": "create", "resource": "pods", "namespace": "x"}, False),
         ({"verb": "update", "resource": "pods", "namespace": "x", "name": "p"}, False),
@@ -246,6 +265,18 @@ def test_the_service_account_can_do_what_is_listed_and_nothing_else(
     assert can(control_plane, **attrs) is allowed
 
 
+def hostname_in(node: str) -> Obj:
+    return {
+        "nodeSelectorTerms": [
+            {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
+                ]
+            }
+        ]
+    }
+
+
 def sa_kubeconfig(cp: ControlPlane, path: Path) -> Path:
     status, body = cp.request(
         "POST",
@@ -297,12 +328,57 @@ def test_ksched_runs_as_the_service_account(
         [f"--config={cfg_path}", f"--client-ca-file={cp.ca_file}", "-v", "2"],
         tmp_path / "ksched.log",
     )
+    kcm: ControllerManager | None = None
     try:
         proc.wait_for_log("leading as", 30)
         for i in range(3):
             pod = make_pod(f"p{i}", namespace=namespace)
             pod.pop("status")
             assert cp.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod)[0] == 201
+        # A pod with an unbound WaitForFirstConsumer claim: VolumeBinding's PreBind
+        # binds the PV to the claim with the ServiceAccount's grants, then the PV
+        # controller completes the binding.
+        kcm = cp.start_controller_manager(["persistentvolume-binder-controller"])
+        volume_objects = [
+            (
+                "/apis/storage.k8s.io/v1/storageclasses",
+                {
+                    "metadata": {"name": node},
+                    "provisioner": "kubernetes.io/no-provisioner",
+                    "volumeBindingMode": "WaitForFirstConsumer",
+                },
+            ),
+            (
+                "/api/v1/persistentvolumes",
+                {
+                    "metadata": {"name": node},
+                    "spec": {
+                        "capacity": {"storage": "1Gi"},
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": node,
+                        "local": {"path": "/mnt/rbac"},
+                        "nodeAffinity": {"required": hostname_in(node)},
+                    },
+                },
+            ),
+            (
+                f"/api/v1/namespaces/{namespace}/persistentvolumeclaims",
+                {
+                    "metadata": {"name": "data"},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": node,
+                        "resources": {"requests": {"storage": "1Gi"}},
+                    },
+                },
+            ),
+        ]
+        for path, obj in volume_objects:
+            assert cp.request("POST", path, obj)[0] == 201
+        pod = make_pod("p-volume", namespace=namespace)
+        pod.pop("status")
+        pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+        assert cp.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod)[0] == 201
         deadline = time.monotonic() + 30
         while True:
             status, body = cp.request("GET", f"/api/v1/namespaces/{namespace}/pods")
@@ -315,7 +391,7 @@ def test_ksched_runs_as_the_service_account(
             status, events = cp.request(
                 "GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
             )
-            if sum(e["reason"] == "Scheduled" for e in events["items"]) >= 3:
+            if sum(e["reason"] == "Scheduled" for e in events["items"]) >= 4:
                 break
             assert time.monotonic() < deadline, proc.text()
             time.sleep(0.1)
@@ -332,7 +408,11 @@ def test_ksched_runs_as_the_service_account(
         assert proc.wait(30) == 0, proc.text()
     finally:
         proc.stop()
+        if kcm is not None:
+            kcm.stop()
         cp.request("DELETE", f"/api/v1/nodes/{node}")
+        cp.request("DELETE", f"/api/v1/persistentvolumes/{node}")
+        cp.request("DELETE", f"/apis/storage.k8s.io/v1/storageclasses/{node}")
     status, lease = cp.request("GET", f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/ksched")
     assert lease["spec"]["holderIdentity"] == ""  # released with the Role's update
     log = proc.text()

@@ -41,9 +41,11 @@ __all__ = [
     "is_attachable_volume_resource_name",
     "is_extended_resource_name",
     "is_hugepage_resource_name",
+    "is_label_value",
     "is_native_resource_name",
     "is_pod_level_resource_name",
     "is_prefixed_native_resource_name",
+    "is_qualified_name",
     "is_scalar_resource_name",
     "is_tracked_resource_name",
     "resource_amount",
@@ -79,6 +81,19 @@ def _is_qualified_name(value: str) -> bool:
     else:
         return False
     return 0 < len(name) <= 63 and _QUALIFIED_NAME_PART.fullmatch(name) is not None
+
+
+def is_qualified_name(value: str) -> bool:
+    """apimachinery ``IsQualifiedName`` (a valid label key)."""
+    return _is_qualified_name(value)
+
+
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+
+
+def is_label_value(value: str) -> bool:
+    """apimachinery ``IsValidLabelValue``."""
+    return len(value) <= 63 and _LABEL_VALUE.fullmatch(value) is not None
 
 
 def is_prefixed_native_resource_name(name: str) -> bool:

@@ -23,6 +23,7 @@ from typing import Any
 from ksched._core import CompiledPod
 from ksched.api.errors import InvalidObjectError
 from ksched.api.pod import Pod, start_time_of
+from ksched.api.volume import volume_spec
 
 __all__ = ["compile_bound_pod", "compile_pod"]
 
@@ -68,6 +69,7 @@ def compile_pod(pod: Pod, default_spread_selector: dict[str, Any] | None = None)
             default_spread_selector=default_spread_selector,
             start_time=start_time_of(pod),
             fit_score_requests=pod.fit_score_requests,
+            volumes=volume_spec(pod),
         )
     except ValueError as exc:
         raise _invalid(pod, exc) from None
@@ -96,5 +98,6 @@ def compile_bound_pod(pod: Pod) -> tuple[CompiledPod, InvalidObjectError | None]
         deleting=pod.deletion_timestamp is not None,
         start_time=start_time_of(pod),
         fit_score_requests=pod.fit_score_requests,
+        volumes=volume_spec(pod),
     )
     return compiled, error

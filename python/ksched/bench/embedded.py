@@ -129,6 +129,14 @@ async def run_embedded(
     node_objs = spec.node_objects()
     for n in node_objs:
         cluster.create("nodes", n)
+    for c in spec.csinode_objects():
+        cluster.create("csinodes", c)
+    # Every pod's pre-bound claim and volume, before any pod (and before the clock).
+    for op in ops:
+        if isinstance(op, CreatePods):
+            for pvc, pv in spec.volume_objects(op):
+                cluster.create("persistentvolumeclaims", pvc)
+                cluster.create("persistentvolumes", pv)
     names = [n["metadata"]["name"] for n in node_objs]
     classes = spec.priority_classes
 

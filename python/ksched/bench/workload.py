@@ -30,6 +30,7 @@ Obj = dict[str, Any]
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
 #: Every node a benchmark creates carries this label (cleanup selects on it).
 BENCH_LABEL = "bench.ksched.io/workload"
 
@@ -49,6 +50,15 @@ class CreateNodes:
     template: Obj
     label_key: str | None = None
     label_values: tuple[str, ...] = ()
+    #: ``nodeAllocatableStrategy``: extra allocatable of every node, and the CSINode
+    #: made for each (driver → ``allocatable.count``, migrated in-tree plugins).
+    allocatable: Mapping[str, str] = field(default_factory=dict)
+    csi_drivers: Mapping[str, int] = field(default_factory=dict)
+    migrated_plugins: tuple[str, ...] = ()
+
+    @property
+    def has_csinode(self) -> bool:
+        return bool(self.csi_drivers or self.migrated_plugins)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +69,10 @@ class CreatePods:
     #: Created with ``spec.nodeName`` set (round-robin over the nodes), not scheduled.
     bound: bool = False
     collect_metrics: bool = False
+    #: ``persistentVolumeTemplate`` / ``persistentVolumeClaimTemplate``: every pod gets
+    #: its own claim ``pvc-<i>`` bound to its own PV ``<namespace>-vol-<i>``.
+    pv_template: Obj | None = None
+    pvc_template: Obj | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,12 +145,28 @@ class WorkloadSpec:
             )
         return self.templates[name]
 
+    def _volume_templates(self, op: Mapping[str, Any], index: int) -> dict[str, Obj | None]:
+        pv, pvc = op.get("persistentVolumeTemplate"), op.get("persistentVolumeClaimTemplate")
+        if (pv is None) != (pvc is None):
+            raise WorkloadError(
+                f"{self.path or self.key}: ops[{index}] needs both persistentVolumeTemplate "
+                "and persistentVolumeClaimTemplate, or neither"
+            )
+        if pv is None:
+            return {"pv_template": None, "pvc_template": None}
+        return {
+            "pv_template": self._template(pv, index, "persistentVolumeTemplate"),
+            "pvc_template": self._template(pvc, index, "persistentVolumeClaimTemplate"),
+        }
+
     def ops(self) -> list[Op]:
         out: list[Op] = []
         for i, op in enumerate(self.raw_ops):
             code = op.get("opcode")
             if code == "createNodes":
                 strategy = op.get("labelNodePrepareStrategy") or {}
+                alloc = op.get("nodeAllocatableStrategy") or {}
+                drivers = alloc.get("csiNodeAllocatable") or {}
                 out.append(
                     CreateNodes(
                         count=self._count(op, i),
@@ -145,6 +175,13 @@ class WorkloadSpec:
                         ),
                         label_key=strategy.get("labelKey"),
                         label_values=tuple(str(v) for v in strategy.get("labelValues") or ()),
+                        allocatable={
+                            str(k): str(v) for k, v in (alloc.get("nodeAllocatable") or {}).items()
+                        },
+                        csi_drivers={
+                            str(k): int((v or {}).get("count", 0)) for k, v in drivers.items()
+                        },
+                        migrated_plugins=tuple(str(p) for p in alloc.get("migratedPlugins") or ()),
                     )
                 )
             elif code == "createPods":
@@ -157,6 +194,7 @@ class WorkloadSpec:
                         namespace=str(op.get("namespace", "default")),
                         bound=bool(op.get("bound", False)),
                         collect_metrics=bool(op.get("collectMetrics", False)),
+                        **self._volume_templates(op, i),
                     )
                 )
             elif code == "churn":
@@ -200,25 +238,104 @@ class WorkloadSpec:
 
     # ---- objects ------------------------------------------------------------------
 
-    def node_objects(self) -> list[Obj]:
-        """Every node of every createNodes op, in creation order (status included)."""
-        nodes: list[Obj] = []
+    def _nodes(self) -> Iterator[tuple[CreateNodes, Obj]]:
+        index = 0
         for op in self.ops():
             if isinstance(op, CreateNodes):
                 for i in range(op.count):
                     labels = {BENCH_LABEL: self.key}
                     if op.label_key and op.label_values:
                         labels[op.label_key] = op.label_values[i % len(op.label_values)]
-                    nodes.append(instantiate(op.template, len(nodes), labels=labels))
-        return nodes
+                    node = instantiate(op.template, index, labels=labels)
+                    if op.allocatable:  # upstream patches status.allocatable only
+                        status = node.setdefault("status", {})
+                        status["allocatable"] = {
+                            **(status.get("allocatable") or {}),
+                            **op.allocatable,
+                        }
+                    index += 1
+                    yield op, node
+
+    def node_objects(self) -> list[Obj]:
+        """Every node of every createNodes op, in creation order (status included)."""
+        return [node for _, node in self._nodes()]
+
+    def csinode_objects(self) -> list[Obj]:
+        """The CSINodes of the nodes whose op has a ``nodeAllocatableStrategy`` with CSI
+        drivers or migrated plugins (upstream ``NodeAllocatableStrategy``)."""
+        out: list[Obj] = []
+        for op, node in self._nodes():
+            if not op.has_csinode:
+                continue
+            name = node["metadata"]["name"]
+            out.append(
+                {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "CSINode",
+                    "metadata": {
+                        "name": name,
+                        "labels": {BENCH_LABEL: self.key},
+                        "annotations": {MIGRATED_PLUGINS: ",".join(op.migrated_plugins)},
+                    },
+                    "spec": {
+                        "drivers": [
+                            {"name": d, "nodeID": name, "allocatable": {"count": count}}
+                            for d, count in op.csi_drivers.items()
+                        ]
+                    },
+                }
+            )
+        return out
 
     def pod_objects(self, op: CreatePods, node_names: list[str]) -> Iterator[Obj]:
-        """The pods of one createPods op (bound ones round-robin over ``node_names``)."""
+        """The pods of one createPods op (bound ones round-robin over ``node_names``); a
+        pod of an op with volume templates mounts its claim ``pvc-<i>``."""
         if op.bound and not node_names:
             raise WorkloadError(f"{self.key}: bound pods need nodes")
         for i in range(op.count):
             node = node_names[i % len(node_names)] if op.bound else None
-            yield instantiate(op.template, i, namespace=op.namespace, node_name=node)
+            pod = instantiate(op.template, i, namespace=op.namespace, node_name=node)
+            if op.pvc_template is not None:
+                pod.setdefault("spec", {})["volumes"] = [
+                    {"name": "vol", "persistentVolumeClaim": {"claimName": f"pvc-{i}"}}
+                ]
+            yield pod
+
+    def volume_objects(self, op: CreatePods) -> Iterator[tuple[Obj, Obj]]:
+        """``(claim, volume)`` of every pod of ``op`` (none without volume templates):
+        bound to each other, with ``status.phase: Bound``, as upstream's
+        ``CreatePodWithPersistentVolume`` makes them (the volume named
+        ``<namespace>-vol-<i>``, a CSI handle or EBS volume ID of that name)."""
+        if op.pv_template is None or op.pvc_template is None:
+            return
+        for i in range(op.count):
+            claim_name = f"pvc-{i}"
+            pv = copy.deepcopy(op.pv_template)
+            name = f"{op.namespace}-vol-{i}"
+            pv.setdefault("metadata", {})["name"] = name
+            pv["metadata"]["labels"] = {
+                **(pv["metadata"].get("labels") or {}),
+                BENCH_LABEL: self.key,
+            }
+            spec = pv.setdefault("spec", {})
+            if isinstance(spec.get("csi"), dict):
+                spec["csi"]["volumeHandle"] = name
+            elif isinstance(spec.get("awsElasticBlockStore"), dict):
+                spec["awsElasticBlockStore"]["volumeID"] = name
+            spec["claimRef"] = {
+                "kind": "PersistentVolumeClaim",
+                "namespace": op.namespace,
+                "name": claim_name,
+                "apiVersion": "v1",
+            }
+            pv["status"] = {"phase": "Bound"}
+            pvc = copy.deepcopy(op.pvc_template)
+            meta = pvc.setdefault("metadata", {})
+            meta["name"] = claim_name
+            meta["namespace"] = op.namespace
+            pvc.setdefault("spec", {})["volumeName"] = name
+            pvc["status"] = {"phase": "Bound"}
+            yield pvc, pv
 
 
 def instantiate(

@@ -4,7 +4,9 @@ Built-in Filter/Score plugins run in Rust; these three extension points have not
 to compute over nodes and live here, with upstream's names and messages.
 :func:`default_plugins` returns fresh instances for one framework (DefaultBinder is
 bound to its scheduler's API by ``setup``), with DefaultPreemption
-(:mod:`ksched.plugins.default_preemption`) at PostFilter as v1.36 enables it.
+(:mod:`ksched.plugins.default_preemption`) at PostFilter as v1.36 enables it, and the
+Python halves of the volume plugins (their PreFilter lookups, Reserve and PreBind;
+:func:`kernel_plugin_halves`).
 """
 
 from __future__ import annotations
@@ -83,22 +85,53 @@ class DefaultBinder:
         return None
 
 
+def kernel_plugin_halves(
+    filters: Iterable[str] | None = None,
+    plugin_args: Mapping[str, Mapping[str, Any] | None] | None = None,
+) -> list[Any]:
+    """Fresh Python halves of the built-in plugins whose Filter/Score run in Rust but
+    whose PreFilter reads API objects (the volume plugins), for the plugins in
+    ``filters`` (None: all of them); VolumeBinding reads ``VolumeBindingArgs`` from
+    ``plugin_args``."""
+    from ksched.plugins.node_volume_limits import NodeVolumeLimits
+    from ksched.plugins.volume_binding import NAME as VOLUME_BINDING
+    from ksched.plugins.volume_binding import VolumeBinding
+    from ksched.plugins.volume_restrictions import VolumeRestrictions
+    from ksched.plugins.volume_zone import VolumeZone
+
+    halves: list[Any] = [
+        VolumeRestrictions(),
+        NodeVolumeLimits(),
+        VolumeBinding.from_args((plugin_args or {}).get(VOLUME_BINDING)),
+        VolumeZone(),
+    ]
+    wanted = None if filters is None else set(filters)
+    return [p for p in halves if wanted is None or p.name in wanted]
+
+
 def default_plugins(
     *,
     post_filter: Iterable[str] | None = None,
     plugin_args: Mapping[str, Mapping[str, Any] | None] | None = None,
+    filters: Iterable[str] | None = None,
 ) -> list[Any]:
     """Fresh instances of the Python-side plugins of v1.36's default profile.
 
     ``post_filter`` names the profile's enabled PostFilter plugins (None: the default,
     DefaultPreemption); ``plugin_args`` holds ``pluginConfig`` args by plugin name, in
-    upstream JSON shape (DefaultPreemption reads ``DefaultPreemptionArgs`` there).
+    upstream JSON shape (DefaultPreemption reads ``DefaultPreemptionArgs`` there);
+    ``filters`` the profile's Filter plugins, whose Python halves are included (None:
+    every one, :func:`kernel_plugin_halves`).
     """
     # Imported here: the plugin module builds on the framework package.
     from ksched.plugins.default_preemption import NAME as DEFAULT_PREEMPTION
     from ksched.plugins.default_preemption import DefaultPreemption
 
-    plugins: list[Any] = [PrioritySort(), SchedulingGates()]
+    plugins: list[Any] = [
+        PrioritySort(),
+        SchedulingGates(),
+        *kernel_plugin_halves(filters, plugin_args),
+    ]
     if post_filter is None or DEFAULT_PREEMPTION in post_filter:
         args = (plugin_args or {}).get(DEFAULT_PREEMPTION)
         plugins.append(DefaultPreemption.from_args(args))

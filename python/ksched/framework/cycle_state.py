@@ -15,9 +15,11 @@ __all__ = ["CycleState"]
 class CycleState:
     __slots__ = (
         "_data",
+        "parallel_pre_bind_plugins",
         "pre_filter_node_plugins",
         "record_plugin_metrics",
         "skip_filter_plugins",
+        "skip_pre_bind_plugins",
         "skip_score_plugins",
     )
 
@@ -31,6 +33,10 @@ class CycleState:
         self.skip_score_plugins: frozenset[str] = frozenset()
         #: Python PreFilter plugins that narrowed the attempt to some node names (sorted).
         self.pre_filter_node_plugins: tuple[str, ...] = ()
+        #: PreBind plugins whose PreBindPreFlight returned Skip: their PreBind does not run.
+        self.skip_pre_bind_plugins: frozenset[str] = frozenset()
+        #: PreBind plugins that may run concurrently with their neighbours that may too.
+        self.parallel_pre_bind_plugins: frozenset[str] = frozenset()
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value

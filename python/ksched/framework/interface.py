@@ -31,6 +31,17 @@ per-pod state into ``state``, optionally narrow the candidate nodes (a
 :class:`PreFilterResult`). ``Skip`` skips this plugin's Filter for the attempt;
 Unschedulable/UnschedulableAndUnresolvable rejects the pod on every node.
 
+**Kernel PreFilter** ``kernel_pre_filter(state, pod)`` with ``applies_to(pod)`` - the
+PreFilter of a built-in plugin whose Filter/Score run in Rust but that must look API
+objects up (the volume plugins: claims, PVs, classes). Once per attempt, before the Rust
+call, it returns the request its kernels read (a ``ksched._core`` request object), or
+None when it has nothing to check for the pod (upstream's Skip). The framework attaches
+the requests to the pod's compiled form (``CompiledPod.with_requests``); a PreFilter
+rejection travels inside the request, so the kernels apply it in the profile's plugin
+order. ``applies_to(pod)`` is a cheap test of the pod alone: a plugin it rejects is a
+no-op for that pod at every extension point (Kernel PreFilter, Reserve, PreBind), which
+keeps such pods on the batched fast path.
+
 **Filter** ``filter(state, pod, node)`` - whether the pod fits ``node``. Python Filter
 plugins run only on the nodes that passed every built-in (Rust) filter.
 
@@ -100,9 +111,17 @@ Upstream differences a plugin author should know:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Collection, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Collection,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, runtime_checkable
 
 from ksched.api.node import Node
 from ksched.api.pod import Pod
@@ -143,6 +162,7 @@ __all__ = [
     "EnqueueExtensions",
     "FilterPlugin",
     "Handle",
+    "KernelPreFilterPlugin",
     "NodeInfo",
     "NodePod",
     "NodeScore",
@@ -168,6 +188,8 @@ __all__ = [
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
+
+T = TypeVar("T")
 
 #: CycleState key: the pod's compiled form, written before PostFilter runs.
 COMPILED_POD_KEY: Final = "ksched/compiled"
@@ -275,6 +297,22 @@ class PreFilterPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class KernelPreFilterPlugin(Plugin, Protocol):
+    """The Python PreFilter of a built-in plugin with Rust kernels (see the module
+    docstring): per-pod lookups of API objects, handed to the kernels as a request.
+
+    ``applies_to(pod)`` must be cheap and depend on the pod alone; when it is false the
+    plugin does nothing for the pod at any extension point. ``kernel_pre_filter`` returns
+    the request object, or None to skip the plugin for this attempt; it may raise (the
+    attempt then fails with an error naming the plugin).
+    """
+
+    def applies_to(self, pod: Pod) -> bool: ...
+
+    def kernel_pre_filter(self, state: CycleState, pod: Pod) -> object | None: ...
+
+
+@runtime_checkable
 class FilterPlugin(Plugin, Protocol):
     """Whether the pod fits ``node``; ``None`` means it does.
 
@@ -365,6 +403,10 @@ class PreBindPlugin(Plugin, Protocol):
     """Work before binding, in the binding cycle (a coroutine: may await the API).
 
     A failure unreserves and forgets the pod and sends it back to the queue.
+
+    Optional: ``pre_bind_pre_flight(state, pod, node) -> Status | None`` (Skip: no
+    work, the PreBind does not run) and ``pre_bind_parallel = True`` (upstream's
+    ``PreBindPreFlightResult.AllowParallel``: consecutive such plugins run concurrently).
     """
 
     def pre_bind(self, state: CycleState, pod: Pod, node: str) -> Awaitable[Status | None]: ...
@@ -481,6 +523,12 @@ class Handle(Protocol):
         in ``setup``; the scheduler lists it before nodes and pods."""
         ...
 
+    def shared(self, key: str, factory: Callable[[], T]) -> T:
+        """An object shared by the plugins of every profile of this scheduler (e.g. the
+        storage columns several volume plugins read), made by ``factory`` on the first
+        request for ``key``. Ask in ``setup``."""
+        ...
+
     def pod_disruption_budgets(self) -> Collection[dict[str, Any]]:
         """Every ``policy/v1`` PodDisruptionBudget, as the informer holds them."""
         ...
@@ -508,6 +556,7 @@ class PluginSet:
 
     pre_enqueue: list[Any] = field(default_factory=list)
     queue_sort: list[Any] = field(default_factory=list)
+    kernel_pre_filter: list[Any] = field(default_factory=list)
     pre_filter: list[Any] = field(default_factory=list)
     filter: list[Any] = field(default_factory=list)
     post_filter: list[Any] = field(default_factory=list)

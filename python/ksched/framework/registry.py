@@ -76,6 +76,7 @@ PluginFactory = Callable[[Mapping[str, Any] | None, "Handle"], Any]
 METHOD_POINTS: Final[Mapping[str, str]] = {
     "pre_enqueue": "preEnqueue",
     "less": "queueSort",
+    "kernel_pre_filter": "preFilter",
     "pre_filter": "preFilter",
     "filter": "filter",
     "post_filter": "postFilter",

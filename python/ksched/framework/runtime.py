@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from ksched._core import CompiledPod
 from ksched.api.pod import Pod
 from ksched.backend.queue.cluster_event import ClusterEventWithHint
 from ksched.backend.queue.queue import SortKey, priority_sort_key
@@ -70,6 +71,7 @@ CallLater = Callable[..., Any]
 _EXTENSION_POINTS = (
     ("pre_enqueue", "pre_enqueue"),
     ("queue_sort", "less"),
+    ("kernel_pre_filter", "kernel_pre_filter"),
     ("pre_filter", "pre_filter"),
     ("filter", "filter"),
     ("post_filter", "post_filter"),
@@ -82,7 +84,20 @@ _EXTENSION_POINTS = (
     ("post_bind", "post_bind"),
 )
 #: Kinds of plugins whose rejections the queue must be able to undo.
-_REJECTING_POINTS = ("pre_enqueue", "pre_filter", "filter", "reserve", "permit")
+_REJECTING_POINTS = (
+    "pre_enqueue",
+    "kernel_pre_filter",
+    "pre_filter",
+    "filter",
+    "reserve",
+    "permit",
+)
+
+
+def _applies(plugin: Any, pod: Pod) -> bool:
+    """Whether ``plugin`` has work for ``pod`` (plugins without ``applies_to`` always do)."""
+    applies = getattr(plugin, "applies_to", None)
+    return applies is None or bool(applies(pod))
 
 
 def go_duration(seconds: float) -> str:
@@ -257,7 +272,9 @@ class Framework:
         self._clock = clock
         if plugins is None:
             configured = getattr(profile, "plugins", None)
-            plugins = default_plugins() if configured is None else list(configured)
+            plugins = (
+                default_plugins(filters=profile.filters) if configured is None else list(configured)
+            )
         self.plugins: list[Any] = list(plugins)
         if handle is not None:
             for p in self.plugins:
@@ -277,6 +294,11 @@ class Framework:
         self._success_series: dict[str, HistogramSeries] = {}
         #: Python PreFilter/Filter/PreScore/Score plugins run around the Rust call.
         self.python_placement = self.has_python_placement
+        #: Reserve/Permit plugins that run for every pod (no ``applies_to``).
+        self._always_reserve = any(
+            getattr(p, "applies_to", None) is None
+            for p in (*self.points.reserve, *self.points.permit)
+        )
         # Series kept at hand for the per-pod hot path.
         self.ok_filter = self._success("Filter")
         self.ok_reserve = self._success("Reserve")
@@ -338,10 +360,12 @@ class Framework:
         out: list[tuple[str, ClusterEventWithHint]] = []
         for name in self.profile.filters:
             out.extend((name, reg) for reg in events_for(name))
+        kernels = set(self.profile.filters)
         seen: set[int] = set()
         for point in _REJECTING_POINTS:
             for p in getattr(self.points, point):
-                if id(p) in seen:
+                if id(p) in seen or p.name in kernels:
+                    # The Python half of a plugin with Rust kernels: registered above.
                     continue
                 seen.add(id(p))
                 fn = getattr(p, "events_to_register", None)
@@ -370,6 +394,39 @@ class Framework:
             )
 
     # ---- scheduling cycle: around the Rust call --------------------------------------
+
+    def needs_kernel_pre_filter(self, pod: Pod) -> bool:
+        """Whether a Kernel PreFilter plugin has work for ``pod``."""
+        return any(_applies(p, pod) for p in self.points.kernel_pre_filter)
+
+    def needs_reserve_or_permit(self, pod: Pod) -> bool:
+        """Whether a Reserve or Permit plugin has work for ``pod``."""
+        if self._always_reserve:
+            return True
+        return any(_applies(p, pod) for p in (*self.points.reserve, *self.points.permit))
+
+    def run_kernel_pre_filter(
+        self, state: CycleState, pod: Pod, compiled: CompiledPod
+    ) -> tuple[CompiledPod, Status | None]:
+        """The Kernel PreFilter plugins that apply to ``pod``: ``compiled`` with their
+        requests attached, or the error status of a plugin that raised."""
+        requests: list[object] = []
+        for p in self.points.kernel_pre_filter:
+            if not _applies(p, pod):
+                continue
+            t = self._clock()
+            try:
+                req = p.kernel_pre_filter(state, pod)
+            except Exception as exc:
+                s = Status.from_error(exc, p.name)
+                self._observe_plugin(state, p.name, "PreFilter", s, t)
+                return compiled, _wrap("PreFilter", p.name, s)
+            self._observe_plugin(state, p.name, "PreFilter", None, t)
+            if req is not None:
+                requests.append(req)
+        if not requests:
+            return compiled, None
+        return compiled.with_requests(requests), None
 
     def run_pre_filter(
         self, state: CycleState, pod: Pod
@@ -555,6 +612,8 @@ class Framework:
         start = self._clock()
         result: Status | None = None
         for p in self.points.reserve:
+            if not _applies(p, pod):
+                continue
             t = self._clock()
             try:
                 s = p.reserve(state, pod, node)
@@ -573,6 +632,8 @@ class Framework:
         """Unreserve of every reserve plugin, in reverse order; errors are logged."""
         start = self._clock()
         for p in reversed(self.points.reserve):
+            if not _applies(p, pod):
+                continue
             t = self._clock()
             try:
                 p.unreserve(state, pod, node)
@@ -588,6 +649,8 @@ class Framework:
         timeouts: dict[str, float] = {}
         result: Status | None = None
         for p in self.points.permit:
+            if not _applies(p, pod):
+                continue
             t = self._clock()
             try:
                 s, timeout = p.permit(state, pod, node)
@@ -640,18 +703,114 @@ class Framework:
 
     # ---- binding cycle ---------------------------------------------------------------
 
+    def run_pre_bind_pre_flights(self, state: CycleState, pod: Pod, node: str) -> Status | None:
+        """Upstream ``RunPreBindPreFlights``: None when some PreBind plugin has work for
+        the pod, ``Skip`` when none has, else the error. A plugin without
+        ``pre_bind_pre_flight`` always has work; one whose ``applies_to`` rejects the pod
+        never has. The plugins that said Skip do not run at PreBind."""
+        start = self._clock()
+        result: Status | None = Status(Code.SKIP)
+        skip: set[str] = set()
+        parallel: set[str] = set()
+        for p in self.points.pre_bind:
+            if not _applies(p, pod):
+                skip.add(p.name)
+                continue
+            if getattr(p, "pre_bind_parallel", False):
+                parallel.add(p.name)
+            fn = getattr(p, "pre_bind_pre_flight", None)
+            t = self._clock()
+            try:
+                s = fn(state, pod, node) if callable(fn) else None
+            except Exception as exc:
+                s = Status.from_error(exc, p.name)
+            self._observe_plugin(state, p.name, "PreBindPreFlight", s, t)
+            if s is None or s.is_success():
+                result = None
+            elif s.code is Code.SKIP:
+                skip.add(p.name)
+            elif s.code is Code.ERROR:
+                result = Status(
+                    Code.ERROR,
+                    f'running PreBindPreFlight "{p.name}": {s.message}',
+                    plugin=p.name,
+                    error=s.error,
+                )
+                break
+            else:
+                result = Status(
+                    Code.ERROR,
+                    f'PreBindPreFlight {p.name} returned "{s.code.value}", which is '
+                    "unsupported. It is supposed to return Success, Skip, or Error status",
+                    plugin=p.name,
+                )
+                break
+        state.skip_pre_bind_plugins = frozenset(skip)
+        state.parallel_pre_bind_plugins = frozenset(parallel)
+        code = Code.SUCCESS if result is None else result.code
+        self.observe("PreBindPreFlight", code, self._clock() - start)
+        return result
+
+    def _pre_bind_groups(self, state: CycleState, pod: Pod) -> list[list[Any]]:
+        """upstream ``getPreBindPluginGroups``: the PreBind plugins to run, in order,
+        consecutive ones that allow it (PreBindPreFlight's ``AllowParallel``, here
+        ``pre_bind_parallel``) grouped to run concurrently."""
+        groups: list[list[Any]] = []
+        group: list[Any] = []
+        for p in self.points.pre_bind:
+            runs = p.name not in state.skip_pre_bind_plugins and _applies(p, pod)
+            if p.name in state.parallel_pre_bind_plugins:
+                if runs:
+                    group.append(p)
+                continue
+            if group:
+                groups.append(group)
+                group = []
+            if runs:
+                groups.append([p])
+        if group:
+            groups.append(group)
+        return groups
+
+    async def _run_one_pre_bind(
+        self, p: Any, state: CycleState, pod: Pod, node: str
+    ) -> Status | None:
+        t = self._clock()
+        try:
+            s = await p.pre_bind(state, pod, node)
+        except Exception as exc:
+            s = Status.from_error(exc, p.name)
+        self._observe_plugin(state, p.name, "PreBind", s, t)
+        if s is not None and not s.is_success():
+            return s.with_plugin(p.name) if s.is_rejected() else _wrap("PreBind", p.name, s)
+        return None
+
+    async def _run_pre_bind_group(
+        self, group: list[Any], state: CycleState, pod: Pod, node: str
+    ) -> Status | None:
+        """The plugins of one group concurrently; the first failure cancels the others
+        and is the answer (upstream: ``some other PreBind operation failed``)."""
+        tasks = [asyncio.ensure_future(self._run_one_pre_bind(p, state, pod, node)) for p in group]
+        try:
+            for next_done in asyncio.as_completed(tasks):
+                s = await next_done
+                if s is not None:
+                    return s
+            return None
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
     async def run_pre_bind(self, state: CycleState, pod: Pod, node: str) -> Status | None:
         start = self._clock()
         result: Status | None = None
-        for p in self.points.pre_bind:
-            t = self._clock()
-            try:
-                s = await p.pre_bind(state, pod, node)
-            except Exception as exc:
-                s = Status.from_error(exc, p.name)
-            self._observe_plugin(state, p.name, "PreBind", s, t)
-            if s is not None and not s.is_success():
-                result = s.with_plugin(p.name) if s.is_rejected() else _wrap("PreBind", p.name, s)
+        for group in self._pre_bind_groups(state, pod):
+            if len(group) == 1:
+                result = await self._run_one_pre_bind(group[0], state, pod, node)
+            else:
+                result = await self._run_pre_bind_group(group, state, pod, node)
+            if result is not None:
                 break
         self.observe(
             "PreBind", Code.SUCCESS if result is None else result.code, self._clock() - start

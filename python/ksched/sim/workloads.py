@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ksched.cluster import Kind
+
 Obj = dict[str, Any]
 
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -106,6 +108,10 @@ class Workload:
     #: ``(nodes, existing pods, new pods)`` when the command line gives none; every new
     #: pod fits at these sizes (and at any number of nodes, sizes scaled with it).
     sizes: tuple[int, int, int] = (5000, 0, 10000)
+    #: Objects created with a node, after it (e.g. its CSINode): ``(kind, object)``.
+    node_objects: Callable[[Obj], list[tuple[Kind, Obj]]] | None = None
+    #: Objects created with a pod, before it (e.g. its claim and volume).
+    pod_objects: Callable[[Obj], list[tuple[Kind, Obj]]] | None = None
 
 
 def _basic_node(i: int, rng: random.Random) -> Obj:
@@ -250,6 +256,87 @@ def _high_priority_new(i: int, rng: random.Random) -> Obj:
     return make_pod(f"high-{i}", namespace="sched-test", cpu="3", priority=10)
 
 
+EBS_CSI = "ebs.csi.aws.com"
+
+
+def _csi_node(node: Obj) -> list[tuple[Kind, Obj]]:
+    """scheduler_perf's ``nodeAllocatableStrategy`` of SchedulingCSIPVs: a CSINode
+    allowing 39 ``ebs.csi.aws.com`` attachments."""
+    name = node["metadata"]["name"]
+    csinode = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {
+            "name": name,
+            "annotations": {"storage.alpha.kubernetes.io/migrated-plugins": ""},
+        },
+        "spec": {"drivers": [{"name": EBS_CSI, "nodeID": name, "allocatable": {"count": 39}}]},
+    }
+    return [("csinodes", csinode)]
+
+
+def _csi_volume_node(i: int, rng: random.Random) -> Obj:
+    node = make_node(f"node-{i}")
+    node["status"]["allocatable"][f"attachable-volumes-csi-{EBS_CSI}"] = "39"
+    return node
+
+
+def _claimed_volume(pod: Obj, source: Obj) -> list[tuple[Kind, Obj]]:
+    """Upstream ``CreatePodWithPersistentVolume``: claim ``pvc-<pod>`` (ReadOnlyMany,
+    1Gi, bind-completed) bound to volume ``<namespace>-vol-<pod>`` with ``source``, and
+    the pod mounting the claim."""
+    meta = pod["metadata"]
+    ns, name = meta["namespace"], meta["name"]
+    claim, volume = f"pvc-{name}", f"{ns}-vol-{name}"
+    pv_source = {
+        key: {**value, "volumeHandle" if key == "csi" else "volumeID": volume}
+        for key, value in source.items()
+    }
+    pv = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": volume},
+        "spec": {
+            "accessModes": ["ReadOnlyMany"],
+            "capacity": {"storage": "1Gi"},
+            "persistentVolumeReclaimPolicy": "Retain",
+            "claimRef": {
+                "kind": "PersistentVolumeClaim",
+                "namespace": ns,
+                "name": claim,
+                "apiVersion": "v1",
+            },
+            **pv_source,
+        },
+        "status": {"phase": "Bound"},
+    }
+    pvc = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": claim,
+            "namespace": ns,
+            "annotations": {"pv.kubernetes.io/bind-completed": "true"},
+        },
+        "spec": {
+            "accessModes": ["ReadOnlyMany"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "volumeName": volume,
+        },
+        "status": {"phase": "Bound"},
+    }
+    pod["spec"]["volumes"] = [{"name": "vol", "persistentVolumeClaim": {"claimName": claim}}]
+    return [("persistentvolumeclaims", pvc), ("persistentvolumes", pv)]
+
+
+def _csi_volume(pod: Obj) -> list[tuple[Kind, Obj]]:
+    return _claimed_volume(pod, {"csi": {"driver": EBS_CSI}})
+
+
+def _ebs_volume(pod: Obj) -> list[tuple[Kind, Obj]]:
+    return _claimed_volume(pod, {"awsElasticBlockStore": {}})
+
+
 WORKLOADS: dict[str, Workload] = {
     "pod-anti-affinity": Workload(
         name="pod-anti-affinity",
@@ -293,6 +380,27 @@ WORKLOADS: dict[str, Workload] = {
         existing_pod=_low_priority_existing,
         new_pod=_high_priority_new,
         sizes=(5000, 20000, 5000),
+    ),
+    "csi-pvs": Workload(
+        name="csi-pvs",
+        description="SchedulingCSIPVs: every pod mounts its own claim, pre-bound to a CSI "
+        "volume (ebs.csi.aws.com); every node's CSINode allows 39 attachments",
+        node=_csi_volume_node,
+        existing_pod=_basic_existing,
+        new_pod=_basic_new,
+        sizes=(5000, 5000, 5000),
+        node_objects=_csi_node,
+        pod_objects=_csi_volume,
+    ),
+    "in-tree-pvs": Workload(
+        name="in-tree-pvs",
+        description="SchedulingInTreePVs: every pod mounts its own claim, pre-bound to an "
+        "in-tree AWS EBS volume",
+        node=_basic_node,
+        existing_pod=_basic_existing,
+        new_pod=_basic_new,
+        sizes=(5000, 1000, 2000),
+        pod_objects=_ebs_volume,
     ),
     "basic": Workload(
         name="basic",

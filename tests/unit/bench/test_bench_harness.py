@@ -33,6 +33,8 @@ def test_every_workload_file_parses_and_names_its_scheduler_perf_case() -> None:
         "unschedulable",
         "mixed-churn",
         "preemption",
+        "csi-pvs",
+        "in-tree-pvs",
     } <= set(WORKLOADS)
     for spec in WORKLOADS.values():
         assert spec.upstream, spec.key
@@ -80,6 +82,37 @@ def test_objects_are_deterministic_and_round_robin() -> None:
     pods = list(spec.pod_objects(init, [n["metadata"]["name"] for n in nodes]))
     assert [p["spec"]["nodeName"] for p in pods] == [f"scheduler-perf-{i % 4}" for i in range(6)]
     assert pods[0]["metadata"]["namespace"] == "sched-0"
+
+
+def test_volume_workloads_build_prebound_claims_and_csinodes_as_scheduler_perf() -> None:
+    spec = workload.find("SchedulingCSIPVs", WORKLOADS).scaled(nodes=2, existing_pods=3, pods=2)
+    nodes = spec.node_objects()
+    assert nodes[0]["status"]["allocatable"]["attachable-volumes-csi-ebs.csi.aws.com"] == "39"
+    assert "attachable-volumes-csi-ebs.csi.aws.com" not in nodes[0]["status"]["capacity"]
+    csinodes = spec.csinode_objects()
+    assert [c["metadata"]["name"] for c in csinodes] == [n["metadata"]["name"] for n in nodes]
+    assert csinodes[0]["spec"]["drivers"] == [
+        {"name": "ebs.csi.aws.com", "nodeID": "scheduler-perf-0", "allocatable": {"count": 39}}
+    ]
+    measured = spec.measured()
+    pods = list(spec.pod_objects(measured, []))
+    assert pods[1]["spec"]["volumes"] == [
+        {"name": "vol", "persistentVolumeClaim": {"claimName": "pvc-1"}}
+    ]
+    pvc, pv = list(spec.volume_objects(measured))[1]
+    assert pvc["metadata"] == {
+        "name": "pvc-1",
+        "namespace": "sched-1",
+        "annotations": {"pv.kubernetes.io/bind-completed": "true"},
+    }
+    assert pvc["spec"]["volumeName"] == pv["metadata"]["name"] == "sched-1-vol-1"
+    assert pv["spec"]["csi"] == {"driver": "ebs.csi.aws.com", "volumeHandle": "sched-1-vol-1"}
+    assert pv["spec"]["claimRef"]["name"] == "pvc-1"
+    assert pv["status"] == pvc["status"] == {"phase": "Bound"}
+    in_tree = workload.find("SchedulingInTreePVs", WORKLOADS).scaled(nodes=1, pods=1)
+    assert in_tree.csinode_objects() == []
+    _, ebs = next(in_tree.volume_objects(in_tree.measured()))
+    assert ebs["spec"]["awsElasticBlockStore"] == {"volumeID": "sched-1-vol-0"}
 
 
 def test_priority_class_is_resolved_for_the_embedded_cluster() -> None:
@@ -218,7 +251,7 @@ def test_compare_flags_more_violations_and_worse_skew() -> None:
 @pytest.fixture(scope="module")
 def tiny_results() -> list[report.Comparison]:
     out = []
-    for key in ("scheduling-basic", "topology-spreading"):
+    for key in ("scheduling-basic", "topology-spreading", "csi-pvs"):
         spec = WORKLOADS[key].scaled(nodes=12, existing_pods=6, pods=40)
         c = report.Comparison(spec.key, spec.label, "embedded")
         c.add(embedded.run(spec, seed=1, timeout=60))

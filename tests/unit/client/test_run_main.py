@@ -39,7 +39,8 @@ def test_default_profile_keeps_the_plugins_this_build_has_in_upstream_order() ->
     p = profiles["default-scheduler"]
     upstream_filters = [
         "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-        "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
+        "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
+        "VolumeZone", "PodTopologySpread", "InterPodAffinity",
     ]  # fmt: skip
     assert list(p.filters) == [f for f in upstream_filters if f in _core.FILTER_PLUGINS]
     weights = dict(p.scores)
@@ -97,6 +98,19 @@ def test_flags_override_the_file_and_unsupported_features_are_refused() -> None:
     )
     with pytest.raises(RunError, match="insecure flag is not allowed"):
         check_supported(c)  # ...but one whose TLS settings cannot be loaded stops the run
+
+
+def test_storage_capacity_scoring_gate_gives_volume_binding_its_shape() -> None:
+    # Off (v1.36's default): no shape, so VolumeBinding does not score.
+    args = profiles_from_config(resolve_config(RunOptions()))["default-scheduler"].plugin_args
+    assert not args["VolumeBinding"].get("shape")
+    on = resolve_config(RunOptions(feature_gates={"StorageCapacityScoring": True}))
+    args = profiles_from_config(on)["default-scheduler"].plugin_args
+    # upstream SetDefaults_VolumeBindingArgs: the emptiest node first.
+    assert args["VolumeBinding"]["shape"] == [
+        {"utilization": 0, "score": 10},
+        {"utilization": 100, "score": 0},
+    ]
 
 
 async def test_stop_finishes_bindings_in_flight_and_takes_no_new_pods() -> None:

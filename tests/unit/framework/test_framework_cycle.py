@@ -186,6 +186,75 @@ async def test_prebind_error_forgets_and_requeues_through_error_backoff():
         assert sched.metrics.schedule_attempts.get(("error", PROFILE)) >= 1
 
 
+class ParallelPreBind:
+    """A PreBind that may run beside its parallel neighbours (AllowParallel)."""
+
+    pre_bind_parallel = True
+
+    def __init__(
+        self, name: str, log: list[str], wait: asyncio.Event | None, fail: bool = False
+    ) -> None:
+        self.name = name
+        self.log = log
+        self.wait = wait
+        self.fail = fail
+        self.started = asyncio.Event()
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node: str) -> Status | None:
+        return None
+
+    async def pre_bind(self, state: CycleState, pod: Pod, node: str) -> Status | None:
+        self.log.append(f"start {self.name}")
+        self.started.set()
+        if self.fail:
+            return Status(Code.ERROR, "provisioning failed")
+        try:
+            if self.wait is not None:
+                await self.wait.wait()
+        except asyncio.CancelledError:
+            self.log.append(f"cancelled {self.name}")
+            raise
+        self.log.append(f"done {self.name}")
+        return None
+
+
+async def test_consecutive_parallel_pre_binds_run_concurrently():
+    # upstream getPreBindPluginGroups: A waits for B to start, which only concurrent
+    # PreBinds allow; C (not parallel) runs after the group.
+    log: list[str] = []
+    gate = asyncio.Event()
+    a = ParallelPreBind("A", log, gate)
+    b = ParallelPreBind("B", log, None)
+    c_plugin = ParallelPreBind("C", log, None)
+    c_plugin.pre_bind_parallel = False  # type: ignore[misc]
+    c = cluster_with("n1")
+
+    async def open_gate() -> None:
+        await b.started.wait()
+        gate.set()
+
+    opener = asyncio.get_running_loop().create_task(open_gate())
+    async with Running(c, a, b, c_plugin):
+        c.create("pods", make_pod("p"))
+        await wait_for(lambda: node_of(c, "p") == "n1")
+    await opener
+    assert log == ["start A", "start B", "done B", "done A", "start C", "done C"]
+
+
+async def test_a_failing_parallel_pre_bind_cancels_its_group():
+    log: list[str] = []
+    a = ParallelPreBind("A", log, asyncio.Event())
+    b = ParallelPreBind("B", log, None, fail=True)
+    c = cluster_with("n1")
+    async with Running(c, a, b):
+        c.create("pods", make_pod("p"))
+        await wait_for(lambda: condition(c, "p") is not None)
+        cond = condition(c, "p")
+        assert cond is not None
+        assert cond["message"] == 'running PreBind plugin "B": provisioning failed'
+    assert log[:3] == ["start A", "start B", "cancelled A"]
+
+
 async def test_reserve_error_is_a_scheduler_error():
     c = cluster_with("n1")
     async with Running(c, Reserver("A", [], Status(Code.ERROR, "state lost"))) as sched:

@@ -145,7 +145,10 @@ class Cache:
         return True
 
     def assume(self, pod: Pod, compiled: CompiledPod, node_name: str) -> None:
-        """Account ``pod`` on ``node_name`` before the binding is confirmed."""
+        """Account ``pod`` on ``node_name`` before the binding is confirmed. The kernel
+        requests of the attempt (claims, PVs...) are not kept."""
+        if compiled.has_requests:
+            compiled = compiled.without_requests()
         self.snapshot.assume(compiled, node_name)
         self._index(_CachedPod(pod, compiled, node_name, assumed=True))
 
