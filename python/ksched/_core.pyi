@@ -100,6 +100,50 @@ class Profile:
     def percentage_of_nodes_to_score(self) -> int: ...
 
 @final
+class DraDevices:
+    """DynamicResources' view of the cluster's devices: every ResourceSlice and
+    DeviceClass (API JSON, decoded once per change) and the compiled CEL selectors."""
+
+    def __new__(cls) -> DraDevices: ...
+    def upsert_slice(self, name: str, obj: bytes) -> None:
+        """Add or replace a ResourceSlice; ValueError naming the field that is wrong."""
+    def remove_slice(self, name: str) -> None: ...
+    def upsert_class(self, name: str, obj: bytes) -> None:
+        """Add or replace a DeviceClass; ValueError naming the field that is wrong."""
+    def remove_class(self, name: str) -> None: ...
+    @property
+    def num_slices(self) -> int: ...
+    @property
+    def num_devices(self) -> int: ...
+    def allocator(
+        self,
+        claims: list[tuple[str, bytes]],
+        allocated: list[tuple[str, str, str]],
+        shared: list[tuple[str, str, str, str]] = ...,
+        capacity: list[tuple[str, str, str, dict[str, str]]] = ...,
+    ) -> DraAllocator:
+        """An allocator for ``claims`` (``(ns/name, JSON)`` of each unallocated claim)
+        with the ``allocated`` devices ``(driver, pool, device)`` taken, the ``shared``
+        allocations ``(driver, pool, device, shareID)`` and their consumed ``capacity``."""
+    def compile_error(self, expression: str) -> str | None:
+        """The compile error of a CEL selector; None when it compiles."""
+
+@final
+class DraAllocator:
+    """The structured-parameters allocator of one pod's claims for one attempt."""
+
+    def allocate(
+        self, name: str, labels: dict[str, str], timeout: float | None = None
+    ) -> tuple[str, list[str]]:
+        """``("allocated", [AllocationResult JSON per claim])``, ``("unallocatable",
+        [])``, ``("unschedulable", [reason])``, ``("timeout", [])`` or ``("error",
+        [message])``; runs without the GIL."""
+    @property
+    def invocations(self) -> int: ...
+    @property
+    def num_claims(self) -> int: ...
+
+@final
 class ScheduleResult:
     """The outcome of one attempt."""
 

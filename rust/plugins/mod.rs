@@ -4,6 +4,7 @@
 //! [`Reject`] whose reason strings are produced only when a diagnosis is needed.
 
 pub mod balanced_allocation;
+pub mod dynamic_resources;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
