@@ -60,6 +60,12 @@ DEFAULT_PREEMPTION = "DefaultPreemption"
 #: ``DefaultPreemptionArgs`` defaults (a profile with other values gets its own instance).
 _DEFAULT_PREEMPTION_ARGS = {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100}
 
+DYNAMIC_RESOURCES = "DynamicResources"
+#: ``DynamicResourcesArgs`` defaults, as the config layer prints them.
+_DEFAULT_DRA_ARGS = {"filterTimeout": "10s", "bindingTimeout": "10m0s"}
+#: DynamicResources' Score weight in v1.36's default multiPoint set.
+_DRA_WEIGHT = 2
+
 #: Methods that come with an extension point's method (same plugin, same point).
 _COMPANIONS = {"less": ("sort_key",), "score": ("normalize_score",), "reserve": ("unreserve",)}
 
@@ -131,6 +137,9 @@ class ConfiguredPlugin:
         events = getattr(plugin, "events_to_register", None)
         if callable(events):
             self.events_to_register = events
+        ignores = getattr(plugin, "ignores_pod", None)
+        if callable(ignores):
+            self.ignores_pod = ignores
 
     def setup(self, handle: Handle) -> None:
         if self._handle is not None:
@@ -166,12 +175,16 @@ def _python_plugins(
 ) -> tuple[Any, ...] | None:
     name = prof.scheduler_name or ""
     preemption_args = _plain_args(prof, DEFAULT_PREEMPTION)
+    dra_args = _plain_args(prof, DYNAMIC_RESOURCES)
     builtins = {
-        p.name: p for p in default_plugins(plugin_args={DEFAULT_PREEMPTION: preemption_args})
+        p.name: p
+        for p in default_plugins(
+            plugin_args={DEFAULT_PREEMPTION: preemption_args, DYNAMIC_RESOURCES: dra_args}
+        )
     }
     default_args = all(
         (preemption_args or {}).get(k, v) == v for k, v in _DEFAULT_PREEMPTION_ARGS.items()
-    )
+    ) and all((dra_args or {}).get(k, v) == v for k, v in _DEFAULT_DRA_ARGS.items())
     kernels = set(_core.FILTER_PLUGINS) | set(_core.SCORE_PLUGINS)
     enabled_at: dict[str, list[str]] = {}  # plugin -> points, in first-appearance order
     for point in EXTENSION_POINTS:
@@ -194,6 +207,8 @@ def _python_plugins(
             restricted = True
         elif plugin in builtins:
             instance = builtins[plugin]
+            if "score" in at:
+                instance.weight = weights.get(plugin, 1)
             if _implemented_points(instance) <= set(at):
                 plugins.append(instance)
             else:
@@ -201,7 +216,13 @@ def _python_plugins(
                 restricted = True
         elif plugin not in kernels:
             missing.setdefault(plugin, set()).add(name)
-    if not restricted and default_args and {p.name for p in plugins} == set(builtins):
+    default_weight = weights.get(DYNAMIC_RESOURCES, _DRA_WEIGHT) == _DRA_WEIGHT
+    if (
+        not restricted
+        and default_args
+        and default_weight
+        and {p.name for p in plugins} == set(builtins)
+    ):
         return None  # exactly the Python-side defaults: let the framework make them
     return tuple(plugins)
 

@@ -647,7 +647,7 @@ def _begin(sched: Scheduler, info: QueuedPodInfo) -> Framework | None:
         # Already assumed or bound: skip, as upstream's skipPodSchedule does.
         queue.done(pod.uid)
         return None
-    return fw
+    return fw.for_pod(pod)
 
 
 def schedule_one(
@@ -733,9 +733,10 @@ def batchable(sched: Scheduler, info: QueuedPodInfo) -> bool:
     same outcome as one by one: no Python plugin that runs between placement and the
     next pod (PreFilter/Filter/Score, Reserve, Permit), and no extenders."""
     fw = sched.frameworks.get(info.pod.scheduler_name)
-    return fw is not None and not (
-        fw.python_placement or fw.points.reserve or fw.points.permit or fw.extenders
-    )
+    if fw is None:
+        return False
+    fw = fw.for_pod(info.pod)
+    return not (fw.python_placement or fw.points.reserve or fw.points.permit or fw.extenders)
 
 
 def schedule_batch(sched: Scheduler, infos: list[QueuedPodInfo]) -> bool:

@@ -25,6 +25,7 @@ Rules carried over from upstream ``framework.go``:
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import logging
 import time
@@ -284,6 +285,38 @@ class Framework:
         self.ok_bind = self._success("Bind")
         self.scheduled_series = self.metrics.attempt_series("scheduled", self.name)
         self._attempts_key = ("scheduled", self.name)
+        #: Plugins with ``ignores_pod(pod)``: for a pod they all ignore, the cycle runs
+        #: :attr:`_without_ignoring` (the same plugins minus those, at every point but
+        #: PreEnqueue, QueueSort and PostFilter), e.g. DynamicResources for a pod that
+        #: names no ResourceClaim, so such pods keep the fast paths.
+        self._ignoring = [p for p in self.plugins if callable(getattr(p, "ignores_pod", None))]
+        self._without_ignoring: Framework | None = None
+        if self._ignoring:
+            view = copy.copy(self)
+            view._ignoring = []
+            gone = {id(p) for p in self._ignoring}
+            kept = {"pre_enqueue", "queue_sort", "post_filter"}
+            view.points = PluginSet(
+                **{
+                    point: [
+                        p for p in getattr(self.points, point) if point in kept or id(p) not in gone
+                    ]
+                    for point, _ in _EXTENSION_POINTS
+                }
+            )
+            view.python_placement = view.has_python_placement
+            self._without_ignoring = view
+
+    def for_pod(self, pod: Pod) -> Framework:
+        """The framework a scheduling cycle of ``pod`` runs: this one, or the view
+        without the plugins that ignore the pod (see ``_ignoring``)."""
+        view = self._without_ignoring
+        if view is None:
+            return self
+        for p in self._ignoring:
+            if not p.ignores_pod(pod):
+                return self
+        return view
 
     def _success(self, point: str) -> HistogramSeries:
         series = self._success_series.get(point)
@@ -434,7 +467,13 @@ class Framework:
             if s is not None and not s.is_success():
                 s.plugin = p.name
                 if not s.is_rejected():
-                    return _wrap("Filter", p.name, s)
+                    # Upstream RunFilterPlugins' wording differs from the other points.
+                    return Status(
+                        Code.ERROR,
+                        f'running "{p.name}" filter plugin: {s.message}',
+                        plugin=p.name,
+                        error=s.error,
+                    )
                 return s
         return None
 
