@@ -12,11 +12,14 @@
 //! All per-pod work (resolving strings to ids, counting pods per topology domain, ...) is
 //! done once in [`Snapshot::prefilter`]; the per-node kernels only read that state.
 
+use std::sync::Arc;
+
 use ahash::AHashMap;
 use rand::Rng;
 use rayon::prelude::*;
 
 use crate::normalize::default_normalize;
+use crate::plugins::dynamic_resources::DraFilter;
 use crate::plugins::image_locality::{self, ImageState};
 use crate::plugins::inter_pod_affinity::{
     self as ipa, add_count, CompiledAffinity, IpaFilterState,
@@ -89,6 +92,8 @@ pub struct PodState {
     /// The slot of the node the pod itself is nominated to (its nomination never counts
     /// against it).
     pub own_nomination: Option<u32>,
+    /// DynamicResources' Filter for this attempt, run after every other Filter.
+    pub dra: Option<Arc<DraFilter>>,
 }
 
 /// The result of one attempt.
@@ -263,6 +268,7 @@ impl Snapshot {
             .nominated
             .node_of(&pod.uid)
             .and_then(|n| self.slot_of(n));
+        st.dra = self.pending_dra.take();
         st.only_fit_sees_pods = !st.active_filters.iter().any(|p| {
             matches!(
                 p,
@@ -285,7 +291,9 @@ impl Snapshot {
             Plugin::NodeResourcesFit => true,
             Plugin::PodTopologySpread => !st.spread.constraints.is_empty(),
             Plugin::InterPodAffinity => st.ipa.active,
-            Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => false,
+            Plugin::NodeResourcesBalancedAllocation
+            | Plugin::ImageLocality
+            | Plugin::DynamicResources => false,
         }
     }
 
@@ -415,7 +423,10 @@ impl Snapshot {
                 });
             }
         }
-        None
+        match &st.dra {
+            Some(dra) => dra.filter(self, slot),
+            None => None,
+        }
     }
 
     /// One Filter plugin on one node: `None` when it passes, else `(unresolvable, detail)`.
@@ -454,7 +465,9 @@ impl Snapshot {
                 },
                 &self.node_labels[slot as usize],
             ),
-            Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => None,
+            Plugin::NodeResourcesBalancedAllocation
+            | Plugin::ImageLocality
+            | Plugin::DynamicResources => None,
         }
     }
 
@@ -539,6 +552,10 @@ impl Snapshot {
             Plugin::NodeResourcesFit => fit::reasons(self, &st.fit, reject.detail),
             Plugin::PodTopologySpread => one(pts::reason(reject.detail)),
             Plugin::InterPodAffinity => one(ipa::reason(reject.detail)),
+            Plugin::DynamicResources => match &st.dra {
+                Some(dra) => vec![dra.reason(reject.detail)],
+                None => Vec::new(),
+            },
             Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => Vec::new(),
         }
     }
@@ -647,7 +664,10 @@ impl Snapshot {
                 }
             }
             Plugin::InterPodAffinity => self.ipa_scores(profile, st, feasible, all),
-            Plugin::NodeUnschedulable | Plugin::NodeName | Plugin::NodePorts => zeros(),
+            Plugin::NodeUnschedulable
+            | Plugin::NodeName
+            | Plugin::NodePorts
+            | Plugin::DynamicResources => zeros(),
         }
     }
 

@@ -14,6 +14,8 @@ __all__ = [
     "FILTER_PLUGINS",
     "SCORE_PLUGINS",
     "CompiledPod",
+    "DraAllocator",
+    "DraDevices",
     "PreemptionDryRun",
     "Profile",
     "ScheduleResult",
@@ -115,29 +117,42 @@ class DraDevices:
     def num_slices(self) -> int: ...
     @property
     def num_devices(self) -> int: ...
+    def set_claim_allocation(self, key: str, allocation: bytes | None = None) -> None:
+        """The ``status.allocation`` JSON of claim ``key`` (None: not allocated or gone):
+        its devices count as taken, those of its previous allocation no longer."""
+    @property
+    def num_allocated_devices(self) -> int: ...
     def allocator(
         self,
         claims: list[tuple[str, bytes]],
-        allocated: list[tuple[str, str, str]],
-        shared: list[tuple[str, str, str, str]] = ...,
-        capacity: list[tuple[str, str, str, dict[str, str]]] = ...,
+        in_flight: list[tuple[str, bytes]] = ...,
+        allocated: list[tuple[int, bytes | None, bool]] = ...,
+        timeout: float | None = None,
     ) -> DraAllocator:
-        """An allocator for ``claims`` (``(ns/name, JSON)`` of each unallocated claim)
-        with the ``allocated`` devices ``(driver, pool, device)`` taken, the ``shared``
-        allocations ``(driver, pool, device, shareID)`` and their consumed ``capacity``."""
+        """DynamicResources' Filter for one pod and attempt: ``claims`` (``(ns/name,
+        JSON)`` of each unallocated claim) allocated with every allocated claim's devices
+        taken and those of the allocations in flight (``(ns/name, status.allocation
+        JSON)``), and the allocated claims (``(index, nodeSelector JSON or None,
+        unavailable everywhere)``); ``timeout`` bounds one node's allocation."""
     def compile_error(self, expression: str) -> str | None:
         """The compile error of a CEL selector; None when it compiles."""
 
 @final
 class DraAllocator:
-    """The structured-parameters allocator of one pod's claims for one attempt."""
+    """DynamicResources' Filter of one pod for one attempt: pass it to
+    ``Snapshot.schedule(..., dra=...)``; afterwards it holds what the attempt found."""
 
-    def allocate(
-        self, name: str, labels: dict[str, str], timeout: float | None = None
-    ) -> tuple[str, list[str]]:
-        """``("allocated", [AllocationResult JSON per claim])``, ``("unallocatable",
-        [])``, ``("unschedulable", [reason])``, ``("timeout", [])`` or ``("error",
-        [message])``; runs without the GIL."""
+    def allocate(self, name: str, labels: dict[str, str]) -> tuple[str, list[str]]:
+        """The Filter on one node outside an attempt: ``("allocated", [AllocationResult
+        JSON per pending claim])``, ``("unallocatable", [])``, ``("unavailable", [])``,
+        ``("unschedulable", [reason])`` or ``("error", [message])``; without the GIL."""
+    def results_for(self, node: str) -> list[str] | None:
+        """The allocations found for a feasible node (JSON per pending claim)."""
+    def unavailable_claims(self) -> list[int]:
+        """Indices of the allocated claims that were not available on some node."""
+    @property
+    def error(self) -> str | None:
+        """The error that failed the attempt (a broken claim or class, a timeout)."""
     @property
     def invocations(self) -> int: ...
     @property
@@ -223,9 +238,11 @@ class Snapshot:
         profile: Profile,
         explain: bool = False,
         use_nomination: bool = True,
+        dra: DraAllocator | None = None,
     ) -> ScheduleResult:
         """One attempt; a pod with ``status.nominatedNodeName`` is tried on that node
-        first (unless ``use_nomination`` is false) and placed there when it fits."""
+        first (unless ``use_nomination`` is false) and placed there when it fits.
+        ``dra`` (DynamicResources' Filter) runs on each node after the built-in filters."""
     def schedule_batch(self, pods: list[CompiledPod], profile: Profile) -> list[ScheduleResult]:
         """Place pods in order as successive ``schedule`` calls would (each placed pod
         accounted before the next); accounting is undone before returning."""
@@ -254,7 +271,9 @@ class Snapshot:
     def clear_nominated(self, uid: str) -> bool: ...
     @property
     def num_nominated(self) -> int: ...
-    def explain(self, pod: CompiledPod, profile: Profile) -> list[dict[str, Any]]:
+    def explain(
+        self, pod: CompiledPod, profile: Profile, dra: DraAllocator | None = None
+    ) -> list[dict[str, Any]]:
         """Every node's Filter outcome and, for feasible nodes, each Score plugin's raw and
         normalized score and the weighted total (no sampling)."""
     @property

@@ -59,7 +59,13 @@ from ksched.framework.diagnosis import (
     RawNodeStatus,
 )
 from ksched.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, Extender
-from ksched.framework.interface import COMPILED_POD_KEY, MAX_NODE_SCORE, NOMINATING_KEY, NodeInfo
+from ksched.framework.interface import (
+    COMPILED_POD_KEY,
+    CORE_FILTER_KEY,
+    MAX_NODE_SCORE,
+    NOMINATING_KEY,
+    NodeInfo,
+)
 from ksched.framework.runtime import Framework
 from ksched.framework.status import Code, Status
 from ksched.metrics import PLUGIN_METRICS_SAMPLE_PERCENT
@@ -227,7 +233,7 @@ def _python_fit_error(
     """Python filters rejected every node the Rust filters let through: the diagnosis
     has both the Rust rejections (asked for again: the successful Rust call kept none)
     and the Python ones, as upstream's NodeToStatus."""
-    raw = _rust_rejections(sched, fw, info, filtered.result)
+    raw = _rust_rejections(sched, fw, info, state, filtered.result)
     plugins = {plugin for _, _, plugin, _ in raw}
     for n, st in filtered.rejected.items():
         raw.append((n, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, list(st.reasons)))
@@ -243,7 +249,7 @@ def _python_fit_error(
 
 
 def _rust_rejections(
-    sched: Scheduler, fw: Framework, info: QueuedPodInfo, result: Any
+    sched: Scheduler, fw: Framework, info: QueuedPodInfo, state: CycleState, result: Any
 ) -> list[RawNodeStatus]:
     """The nodes the built-in filters rejected in an attempt that found some feasible
     nodes (a successful Rust call keeps no rejections, so they are computed again)."""
@@ -251,7 +257,9 @@ def _rust_rejections(
     if result.evaluated_nodes <= result.feasible_nodes:
         return raw
     rust_feasible = {n for n, _ in result.scores} or {result.node}
-    for row in sched.cache.snapshot.explain(info.compiled, fw.profile.kernels):
+    for row in sched.cache.snapshot.explain(
+        info.compiled, fw.profile.kernels, dra=state.get(CORE_FILTER_KEY)
+    ):
         st = row["status"]
         if st is None or row["node"] in rust_feasible:
             continue
@@ -322,8 +330,9 @@ def _run_filters(
         # Upstream gives every node the PreFilter's status.
         return None, _post_filter(fw, state, info, fit, NodeStatuses((), s), deferred), None
     snapshot = sched.cache.snapshot
+    core_filter = state.get(CORE_FILTER_KEY)
     result = snapshot.schedule(
-        info.compiled, fw.profile.kernels, True, use_nomination=use_nomination
+        info.compiled, fw.profile.kernels, True, use_nomination=use_nomination, dra=core_filter
     )
     nominated = pod.nominated_node_name
     if use_nomination and nominated and result.node == nominated and result.evaluated_nodes == 1:
@@ -332,7 +341,13 @@ def _run_filters(
         ni = NodeInfo(nominated, sched.cache.nodes.get(nominated), snapshot)
         if fw.run_filter(state, pod, ni) is None:
             return _Filtered([ni], {nominated: 0}, {}, result), None, result
-        result = snapshot.schedule(info.compiled, fw.profile.kernels, True, use_nomination=False)
+        result = snapshot.schedule(
+            info.compiled, fw.profile.kernels, True, use_nomination=False, dra=core_filter
+        )
+    if core_filter is not None and core_filter.error:
+        # A Filter error aborts the attempt (upstream RunFilterPlugins).
+        msg = f'running "DynamicResources" filter plugin: {core_filter.error}'
+        return None, Status(Code.ERROR, msg, plugin="DynamicResources"), result
     if result.node is None:
         if result.num_all_nodes == 0:
             return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE), result
@@ -520,7 +535,7 @@ def _extenders_fit_error(
     the filters' rejections and the extenders' (``Extender`` among the unschedulable
     plugins, so any cluster event retries the pod), then PostFilter."""
     result = filtered.result
-    raw = _rust_rejections(sched, fw, info, result)
+    raw = _rust_rejections(sched, fw, info, state, result)
     plugins: set[str] = {EXTENDER_NAME, *(plugin for _, _, plugin, _ in raw)}
     for name, st in filtered.rejected.items():
         raw.append((name, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, st.reasons))

@@ -28,10 +28,13 @@ pub enum Plugin {
     InterPodAffinity,
     NodeResourcesBalancedAllocation,
     ImageLocality,
+    /// Runs after every other Filter for a pod whose PreFilter (in Python) handed the
+    /// core an allocator; never listed in a profile (see `dynamic_resources`).
+    DynamicResources,
 }
 
 impl Plugin {
-    pub const ALL: [Plugin; 10] = [
+    pub const ALL: [Plugin; 11] = [
         Plugin::NodeUnschedulable,
         Plugin::NodeName,
         Plugin::TaintToleration,
@@ -42,6 +45,7 @@ impl Plugin {
         Plugin::InterPodAffinity,
         Plugin::NodeResourcesBalancedAllocation,
         Plugin::ImageLocality,
+        Plugin::DynamicResources,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,6 +60,7 @@ impl Plugin {
             Plugin::InterPodAffinity => inter_pod_affinity::NAME,
             Plugin::NodeResourcesBalancedAllocation => balanced_allocation::NAME,
             Plugin::ImageLocality => image_locality::NAME,
+            Plugin::DynamicResources => dynamic_resources::NAME,
         }
     }
 
@@ -66,7 +71,9 @@ impl Plugin {
     pub fn has_filter(self) -> bool {
         !matches!(
             self,
-            Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality
+            Plugin::NodeResourcesBalancedAllocation
+                | Plugin::ImageLocality
+                | Plugin::DynamicResources
         )
     }
 

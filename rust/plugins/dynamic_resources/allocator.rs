@@ -31,7 +31,7 @@ use super::api::{
     ResourceSlice,
 };
 use super::cel::{device_variable, CelCache};
-use super::nodeselector::{self, NodeView};
+use super::nodeselector::{self, NodeLabels, NodeView};
 use super::quantity::Quantity;
 
 /// `resourceapi.AllocationResultsMaxSize`.
@@ -55,20 +55,106 @@ pub type PoolId = (Arc<str>, Arc<str>);
 /// name → consumed amount in nano-units.
 pub type ConsumedCapacity = BTreeMap<String, i128>;
 
-/// Devices that are allocated (upstream `structured.AllocatedState`).
+/// Devices that are allocated (upstream `structured.AllocatedState`), with a count per
+/// entry so that the accounting of several claims can be added and taken away in any
+/// order.
 #[derive(Clone, Debug, Default)]
 pub struct AllocatedState {
-    pub devices: HashSet<DeviceId>,
-    pub shared: HashSet<(DeviceId, String)>,
+    pub devices: HashMap<DeviceId, usize>,
+    pub shared: HashMap<(DeviceId, String), usize>,
+    /// Devices with some shared allocation, for `IsDeviceAllocated`.
+    pub shared_devices: HashMap<DeviceId, usize>,
     pub capacity: HashMap<DeviceId, ConsumedCapacity>,
+}
+
+/// What one allocated claim takes (upstream `foreachAllocatedDevice`).
+#[derive(Clone, Debug, Default)]
+pub struct ClaimDevices {
+    pub dedicated: Vec<DeviceId>,
+    pub shared: Vec<(DeviceId, String, ConsumedCapacity)>,
+}
+
+fn bump<K: std::hash::Hash + Eq>(m: &mut HashMap<K, usize>, k: K, add: bool) {
+    if add {
+        *m.entry(k).or_insert(0) += 1;
+    } else if let Some(n) = m.get_mut(&k) {
+        *n -= 1;
+        if *n == 0 {
+            m.remove(&k);
+        }
+    }
 }
 
 impl AllocatedState {
     /// `internal.IsDeviceAllocated`.
     fn is_allocated(&self, id: &DeviceId) -> bool {
-        self.devices.contains(id)
-            || self.shared.iter().any(|(d, _)| d == id)
+        self.devices.contains_key(id)
+            || self.shared_devices.contains_key(id)
             || self.capacity.contains_key(id)
+    }
+
+    /// Account (`add`) or release the devices of one claim.
+    pub fn apply(&mut self, claim: &ClaimDevices, add: bool) {
+        for id in &claim.dedicated {
+            bump(&mut self.devices, id.clone(), add);
+        }
+        for (id, share, consumed) in &claim.shared {
+            bump(&mut self.shared, (id.clone(), share.clone()), add);
+            bump(&mut self.shared_devices, id.clone(), add);
+            if consumed.is_empty() {
+                continue;
+            }
+            let entry = self.capacity.entry(id.clone()).or_default();
+            for (k, v) in consumed {
+                let x = entry.entry(k.clone()).or_insert(0);
+                if add {
+                    *x += v;
+                } else {
+                    *x -= v;
+                }
+            }
+            if entry.values().all(|v| *v == 0) {
+                self.capacity.remove(id);
+            }
+        }
+    }
+}
+
+/// The allocated devices one attempt sees: the cluster's (shared by every attempt
+/// until it changes) and those of the allocations in flight.
+#[derive(Clone, Debug, Default)]
+pub struct Allocated {
+    pub base: Arc<AllocatedState>,
+    pub extra: AllocatedState,
+}
+
+impl Allocated {
+    fn has_device(&self, id: &DeviceId) -> bool {
+        self.base.devices.contains_key(id) || self.extra.devices.contains_key(id)
+    }
+
+    fn is_allocated(&self, id: &DeviceId) -> bool {
+        self.base.is_allocated(id) || self.extra.is_allocated(id)
+    }
+
+    fn has_capacity(&self, id: &DeviceId) -> bool {
+        self.base.capacity.contains_key(id) || self.extra.capacity.contains_key(id)
+    }
+
+    fn capacity(&self, id: &DeviceId) -> Option<std::borrow::Cow<'_, ConsumedCapacity>> {
+        use std::borrow::Cow;
+        match (self.base.capacity.get(id), self.extra.capacity.get(id)) {
+            (None, None) => None,
+            (Some(a), None) => Some(Cow::Borrowed(a)),
+            (None, Some(b)) => Some(Cow::Borrowed(b)),
+            (Some(a), Some(b)) => {
+                let mut m = a.clone();
+                for (k, v) in b {
+                    *m.entry(k.clone()).or_insert(0) += v;
+                }
+                Some(Cow::Owned(m))
+            }
+        }
     }
 }
 
@@ -86,7 +172,7 @@ pub enum AllocError {
 /// The node an allocation is for.
 pub struct NodeInput<'a> {
     pub name: &'a str,
-    pub labels: &'a HashMap<String, String>,
+    pub labels: &'a dyn NodeLabels,
 }
 
 struct Pool<'a> {
@@ -131,7 +217,7 @@ type CounterSets = HashMap<String, HashMap<String, i128>>;
 
 /// The shared part: inputs of one attempt, reused for every node.
 pub struct Allocator {
-    allocated: AllocatedState,
+    allocated: Allocated,
     classes: Arc<HashMap<String, Arc<DeviceClass>>>,
     slices: Arc<SliceIndex>,
     cel: Arc<CelCache>,
@@ -459,7 +545,7 @@ fn selector_text(sel: &NodeSelector) -> String {
 
 impl Allocator {
     pub fn new(
-        allocated: AllocatedState,
+        allocated: Allocated,
         classes: Arc<HashMap<String, Arc<DeviceClass>>>,
         slices: Arc<SliceIndex>,
         cel: Arc<CelCache>,
@@ -1080,7 +1166,7 @@ impl<'a> Run<'a> {
                             let (slice, device) = self.device(loc);
                             let id = self.device_id(loc);
                             if request_fits_capacity(
-                                self.shared.allocated.capacity.get(&id),
+                                self.shared.allocated.capacity(&id).as_deref(),
                                 data.req.capacity,
                                 device,
                                 self.allocating_capacity.get(&id),
@@ -1294,7 +1380,7 @@ impl<'a> Run<'a> {
                     }
                     let (_, device) = self.device(loc);
                     if request_fits_capacity(
-                        self.shared.allocated.capacity.get(&id),
+                        self.shared.allocated.capacity(&id).as_deref(),
                         cap,
                         device,
                         self.allocating_capacity.get(&id),
@@ -1419,7 +1505,7 @@ impl<'a> Run<'a> {
     }
 
     fn device_in_use(&self, id: &DeviceId) -> bool {
-        self.shared.allocated.devices.contains(id)
+        self.shared.allocated.has_device(id)
             || self.allocating.get(id).is_some_and(|s| !s.is_empty())
     }
 
@@ -1428,7 +1514,7 @@ impl<'a> Run<'a> {
     }
 
     fn capacity_in_use(&self, id: &DeviceId) -> bool {
-        self.shared.allocated.capacity.contains_key(id) || self.allocating_capacity.contains_key(id)
+        self.shared.allocated.has_capacity(id) || self.allocating_capacity.contains_key(id)
     }
 
     /// `allocateDevice`: Some(rollback state) when the device was taken.
@@ -1502,7 +1588,7 @@ impl<'a> Run<'a> {
         let mut consumed_out: BTreeMap<String, Quantity> = BTreeMap::new();
         let mut share_id = None;
         if request_fits_capacity(
-            self.shared.allocated.capacity.get(id),
+            self.shared.allocated.capacity(id).as_deref(),
             req.capacity,
             device,
             self.allocating_capacity.get(id),

@@ -11,10 +11,21 @@ use std::collections::HashMap;
 
 use super::api::{NodeSelector, NodeSelectorRequirement};
 
+/// A node's labels, by key.
+pub trait NodeLabels: Sync {
+    fn label(&self, key: &str) -> Option<&str>;
+}
+
+impl NodeLabels for HashMap<String, String> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.get(key).map(String::as_str)
+    }
+}
+
 /// The node as a selector sees it.
 pub struct NodeView<'a> {
     pub name: &'a str,
-    pub labels: &'a HashMap<String, String>,
+    pub labels: &'a dyn NodeLabels,
 }
 
 fn requirement_matches(r: &NodeSelectorRequirement, value: Option<&str>) -> Result<bool, String> {
@@ -59,7 +70,7 @@ pub fn matches(selector: &NodeSelector, node: &NodeView<'_>) -> Result<bool, Str
         }
         let mut ok = true;
         for r in &term.match_expressions {
-            if !requirement_matches(r, node.labels.get(&r.key).map(String::as_str))? {
+            if !requirement_matches(r, node.labels.label(&r.key))? {
                 ok = false;
             }
         }

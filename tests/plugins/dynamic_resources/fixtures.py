@@ -153,10 +153,11 @@ def allocate(
 ) -> tuple[str, list[Any]]:
     """Run the allocator as Filter does; the allocations come back decoded."""
     d = devices_with(slices, classes)
-    alloc = d.allocator(
-        [(f"default/{c['metadata']['name']}", orjson.dumps(c)) for c in claims],
-        allocated or [],
-    )
+    for i, (driver, pool, dev) in enumerate(allocated or []):
+        # An allocated claim elsewhere takes each of these devices.
+        results = [{"request": "r", "driver": driver, "pool": pool, "device": dev}]
+        d.set_claim_allocation(f"other/claim-{i}", orjson.dumps({"devices": {"results": results}}))
+    alloc = d.allocator([(f"default/{c['metadata']['name']}", orjson.dumps(c)) for c in claims])
     outcome, values = alloc.allocate(node, labels or node_labels(REGION1))
     if outcome == "allocated":
         return outcome, [orjson.loads(v) for v in values]

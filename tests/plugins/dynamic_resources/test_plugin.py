@@ -289,3 +289,19 @@ def test_score_ranks_first_available_subrequests() -> None:
 
     assert _compute_score(claims, with_request("r/big")) == 8
     assert _compute_score(claims, with_request("r/small")) == 7
+
+
+async def test_the_only_node_with_devices_is_found_beyond_the_sampled_nodes() -> None:
+    """DynamicResources filters inside the core's node loop: with 200 nodes the search
+    stops after 100 feasible ones (percentageOfNodesToScore), and nodes without devices
+    are not feasible, so the one node that has them is found wherever it is."""
+    c = InMemoryCluster()
+    c.create("deviceclasses", device_class("gpu", DRIVER))
+    for i in range(200):
+        c.create("nodes", make_node(f"n{i:03d}", cpu="8", memory="32Gi", pods="110"))
+    c.create("resourceslices", gpu_slice("n150", 1))
+    async with Running(c):
+        c.create("resourceclaims", claim("only"))
+        c.create("pods", pod_with_claims("p", "only"))
+        await wait_for(lambda: node_of(c, "p") == "n150")
+    assert allocated(c, "only") == [("n150", "gpu-0")]

@@ -132,8 +132,8 @@ def test_out_of_tree_plugin_gets_args_weight_and_only_its_enabled_points() -> No
     assert zone.points == {"filter"}
     assert hasattr(zone, "filter") and not hasattr(zone, "score")
     fw = Framework(prof)
-    # DynamicResources (v1.36's default set) is the other Python Filter/Score plugin.
-    assert [p.name for p in fw.points.filter] == ["DynamicResources", "Zone"]
+    # DynamicResources (v1.36's default set) scores in Python (its Filter is in the core).
+    assert [p.name for p in fw.points.filter] == ["Zone"]
     assert [p.name for p in fw.points.score] == ["DynamicResources"]
 
 

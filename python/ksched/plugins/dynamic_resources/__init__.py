@@ -13,9 +13,11 @@ allocator) and reserved for the pod before the pod is bound:
   in-flight allocations, checks the device classes, and builds the Rust allocator
   (:class:`ksched._core.DraAllocator`) for the unallocated claims with every device
   already allocated or in flight taken.
-* **Filter**: an allocated claim's node selector must match the node; the unallocated
-  claims must be allocatable on the node (the allocator runs in Rust, without the
-  GIL); the result is kept per node for Reserve and Score.
+* **Filter** (in the Rust core, after the built-in filters, in the same sampled node
+  loop; :data:`~ksched.framework.interface.CORE_FILTER_KEY`): an allocated claim's
+  node selector must match the node and its devices must not have failed their
+  binding conditions; the unallocated claims must be allocatable on the node; the
+  result is kept per node for Reserve and Score.
 * **Score** (DRAPrioritizedList): nodes where higher-ranked ``firstAvailable``
   subrequests were allocated score higher, normalized to 0-100.
 * **Reserve / Unreserve**: the chosen node's allocations become in flight
@@ -40,8 +42,7 @@ DRANodeAllocatableResources are off.
 Differences from upstream (see the README): extended resources backed by DRA
 (DRAExtendedResource) are not handled, so such pods are treated as asking for a
 device-plugin resource; PostFilter's deallocation and Unreserve's reservedFor removal
-are sent in the background (the scheduling cycle does not wait for the API); Filter
-runs on the nodes the Rust kernels found feasible (as every Python filter).
+are sent in the background (the scheduling cycle does not wait for the API).
 """
 
 from __future__ import annotations
@@ -70,7 +71,13 @@ from ksched.backend.queue.cluster_event import (
 )
 from ksched.cluster import APIError
 from ksched.framework.cycle_state import CycleState
-from ksched.framework.interface import NodeInfo, NodeScore, PostFilterResult, PreFilterResult
+from ksched.framework.interface import (
+    CORE_FILTER_KEY,
+    NodeInfo,
+    NodeScore,
+    PostFilterResult,
+    PreFilterResult,
+)
 from ksched.framework.status import Code, Status
 from ksched.plugins.dynamic_resources.assume_cache import ClaimTracker
 from ksched.plugins.dynamic_resources.claims import (
@@ -82,7 +89,6 @@ from ksched.plugins.dynamic_resources.claims import (
     is_reserved_for_pod,
     kobj,
     meta,
-    node_selector_matches,
     normalized,
     pod_claims,
     reserved_for,
@@ -129,18 +135,19 @@ class _State:
     #: The pod's claims, as the tracker held them in PreFilter; PreBind replaces an
     #: entry with the object its write returned.
     claims: list[Obj] = field(default_factory=list)
-    #: Per claim: the allocated claim's node selector.
-    available_on: list[Obj | None] = field(default_factory=list)
     #: Per claim: the allocation Reserve chose (None if nothing to allocate).
     allocations: list[Obj | None] = field(default_factory=list)
+    #: The Filter the Rust core runs on every node (the allocator, the allocated
+    #: claims' node selectors); it keeps each feasible node's allocations.
     allocator: Any = None
-    #: Indices of allocated claims that were not available on some node.
-    unavailable: set[int] = field(default_factory=set)
-    #: node -> allocation results of the unallocated claims, in claim order.
-    node_allocations: dict[str, list[Obj]] = field(default_factory=dict)
+    #: Indices of the claims to allocate (in the allocator's order).
+    pending: list[int] = field(default_factory=list)
+    #: Some claim has a prioritized list: Score has something to rank.
+    scored: bool = False
 
-    def to_allocate(self) -> list[int]:
-        return [i for i, c in enumerate(self.claims) if allocation(c) is None]
+    def allocations_on(self, node: str) -> list[Obj] | None:
+        raw = None if self.allocator is None else self.allocator.results_for(node)
+        return None if raw is None else [orjson.loads(v) for v in raw]
 
 
 class DynamicResources:
@@ -158,8 +165,8 @@ class DynamicResources:
     ) -> None:
         self.filter_timeout = filter_timeout
         self.binding_timeout = binding_timeout
-        self.tracker = ClaimTracker()
         self.devices = _core.DraDevices()
+        self.tracker = ClaimTracker(self._allocation_changed)
         self._handle: Handle | None = None
 
     @classmethod
@@ -197,6 +204,13 @@ class DynamicResources:
             on_update=lambda old, new: self._class_added(new),
             on_delete=self._class_deleted,
         )
+
+    def _allocation_changed(self, key: str, alloc: Obj | None) -> None:
+        try:
+            self.devices.set_claim_allocation(key, None if alloc is None else orjson.dumps(alloc))
+        except ValueError as exc:
+            log.warning("ignoring the allocation of a ResourceClaim: %s", exc)
+            self.devices.set_claim_allocation(key, None)
 
     def _slice_added(self, obj: Obj) -> None:
         name = str(meta(obj).get("name") or "")
@@ -319,15 +333,20 @@ class DynamicResources:
             return None, _unresolvable(str(exc))
         if not claims:
             return None, Status(Code.SKIP)
-        s.available_on = [None] * len(claims)
         s.allocations = [None] * len(claims)
         to_allocate: list[tuple[str, bytes]] = []
+        allocated: list[tuple[int, bytes | None, bool]] = []
         for index, claim in enumerate(claims):
             alloc = allocation(claim)
             if alloc is not None:
                 selector = alloc.get("nodeSelector")
-                if isinstance(selector, dict):
-                    s.available_on[index] = selector
+                allocated.append(
+                    (
+                        index,
+                        orjson.dumps(selector) if isinstance(selector, dict) else None,
+                        self._unavailable_everywhere(claim),
+                    )
+                )
                 continue
             uid = str(meta(claim).get("uid") or "")
             if self.tracker.pending_allocation(uid) is not None:
@@ -338,19 +357,34 @@ class DynamicResources:
             if status is not None:
                 return None, status
             to_allocate.append((kobj(claim), orjson.dumps(claim)))
-        if to_allocate:
-            allocated = self.tracker.allocated_state()
-            try:
-                s.allocator = self.devices.allocator(
-                    to_allocate,
-                    sorted(allocated.devices),
-                    allocated.shared_list(),
-                    allocated.capacity_list(),
-                )
-            except ValueError as exc:
-                return None, Status(Code.ERROR, str(exc))
+            s.pending.append(index)
+        in_flight = (
+            [(k, orjson.dumps(a)) for k, a in self.tracker.in_flight()] if to_allocate else []
+        )
+        try:
+            s.allocator = self.devices.allocator(
+                to_allocate, in_flight, allocated, self.filter_timeout
+            )
+        except ValueError as exc:
+            return None, Status(Code.ERROR, str(exc))
+        state.write(CORE_FILTER_KEY, s.allocator)
+        s.scored = any(
+            r.get("firstAvailable")
+            for c in claims
+            for r in ((c.get("spec") or {}).get("devices") or {}).get("requests") or []
+        )
         s.claims = claims
         return None, None
+
+    def _unavailable_everywhere(self, claim: Obj) -> bool:
+        """An allocated claim whose devices failed their binding conditions, or timed
+        out waiting for them, cannot be used on any node (upstream Filter; PostFilter
+        may then deallocate it)."""
+        try:
+            ready = _claim_ready_for_binding(claim)
+        except _BindingFailed:
+            return True
+        return not ready and self._claim_timed_out(claim)
 
     def _validate_requests(self, claim: Obj) -> Status | None:
         spec = claim.get("spec") or {}
@@ -381,45 +415,6 @@ class DynamicResources:
             return None
         return _unresolvable(f"request {request}: device class {class_name} does not exist")
 
-    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
-        s: _State | None = state.get(STATE_KEY)
-        if s is None or not s.claims:
-            return None
-        labels = node.node.labels if node.node is not None else {}
-        unavailable: list[int] = []
-        for index, claim in enumerate(s.claims):
-            selector = s.available_on[index]
-            if selector is not None and not node_selector_matches(selector, node.name, labels):
-                unavailable.append(index)
-                continue
-            if allocation(claim) is None:
-                continue
-            try:
-                ready = _claim_ready_for_binding(claim)
-            except _BindingFailed:
-                unavailable.append(index)
-                continue
-            if not ready and self._claim_timed_out(claim):
-                unavailable.append(index)
-        allocations: list[Obj] = []
-        if s.allocator is not None:
-            outcome, values = s.allocator.allocate(node.name, dict(labels), self.filter_timeout)
-            if outcome == "timeout":
-                return Status(Code.ERROR, f"node {node.name}: timed out trying to allocate devices")
-            if outcome == "unschedulable":
-                return _unresolvable(values[0])
-            if outcome == "error":
-                return Status(Code.ERROR, values[0])
-            if outcome != "allocated" or len(values) != len(s.to_allocate()):
-                return _unresolvable("cannot allocate all claims")
-            allocations = [orjson.loads(v) for v in values]
-        if unavailable:
-            s.unavailable.update(unavailable)
-            return _unresolvable("resourceclaim not available on the node")
-        if s.allocator is not None:
-            s.node_allocations[node.name] = allocations
-        return None
-
     # ---- PostFilter ------------------------------------------------------------------------
 
     def post_filter(
@@ -429,7 +424,7 @@ class DynamicResources:
         if s is None or not s.claims:
             return None, Status(Code.UNSCHEDULABLE, "no new claims to deallocate")
         # Upstream iterates a map (random order): any one claim will do.
-        candidates = list(s.unavailable)
+        candidates = list(s.allocator.unavailable_claims()) if s.allocator is not None else []
         random.shuffle(candidates)
         for index in candidates:
             claim = s.claims[index]
@@ -447,9 +442,9 @@ class DynamicResources:
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         s: _State | None = state.get(STATE_KEY)
-        if s is None or not s.claims:
+        if s is None or not s.claims or not s.scored:
             return 0
-        allocations = s.node_allocations.get(node.name)
+        allocations = s.allocations_on(node.name)
         if allocations is None:
             return 0
         return _compute_score(s.claims, allocations)
@@ -471,12 +466,10 @@ class DynamicResources:
         s: _State | None = state.get(STATE_KEY)
         if s is None or not s.claims:
             return None
-        pending = s.to_allocate()
+        pending = s.pending
         if not pending:
             return None
-        if s.allocator is None:
-            return None
-        allocations = s.node_allocations.get(node)
+        allocations = s.allocations_on(node)
         if not allocations:
             return Status(Code.ERROR, "claim allocation not found for node")
         if len(allocations) != len(pending):

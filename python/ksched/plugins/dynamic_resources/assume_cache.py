@@ -14,9 +14,12 @@ Three things a scheduling cycle must see that the claims informer alone does not
   allocated") and its allocator treats the devices as taken; two pods never get one
   device.
 * **allocated devices**: the devices of every allocated claim (assumed or not),
-  maintained incrementally from the cache's changes; with DRAConsumableCapacity (on in
-  v1.36) devices allocated with a share ID and their consumed capacity are kept apart,
-  as upstream's ``GatherAllocatedState`` returns them.
+  maintained incrementally from the cache's changes (upstream ``allocatedDevices``):
+  each change of a claim's allocation is handed to ``on_allocation(key, allocation)``,
+  which the plugin forwards to the Rust device store (:class:`ksched._core.DraDevices`)
+  where the allocators read them; with DRAConsumableCapacity (on in v1.36) devices
+  allocated with a share ID and their consumed capacity are kept apart there, as
+  upstream's ``GatherAllocatedState`` returns them.
 
 ResourceClaim cluster events come from the claims informer (the scheduler's queue
 handler runs after this cache's handlers, so hints see the cache up to date); upstream
@@ -26,7 +29,7 @@ own event for the same write.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ksched.plugins.dynamic_resources.claims import allocation, key_of
@@ -34,71 +37,10 @@ from ksched.plugins.dynamic_resources.claims import allocation, key_of
 Obj = dict[str, Any]
 DeviceKey = tuple[str, str, str]
 
-__all__ = ["AllocatedState", "ClaimTracker"]
+__all__ = ["ClaimTracker"]
 
-
-class AllocatedState:
-    """Devices that are taken: dedicated ones, shared ones (with their share ID) and
-    the capacity consumed by shared ones (``{device: {name: [quantity, ...]}}``)."""
-
-    __slots__ = ("capacity", "devices", "shared")
-
-    def __init__(self) -> None:
-        self.devices: set[DeviceKey] = set()
-        self.shared: set[tuple[str, str, str, str]] = set()
-        self.capacity: dict[DeviceKey, dict[str, list[str]]] = {}
-
-    def copy(self) -> AllocatedState:
-        out = AllocatedState()
-        out.devices = set(self.devices)
-        out.shared = set(self.shared)
-        out.capacity = {k: {n: list(v) for n, v in m.items()} for k, m in self.capacity.items()}
-        return out
-
-    def add_claim(self, claim: Obj, sign: int = 1) -> None:
-        """Account (``sign`` 1) or release (-1) the devices of an allocated claim
-        (upstream ``foreachAllocatedDevice``: admin-access results take nothing)."""
-        alloc = allocation(claim)
-        if alloc is None:
-            return
-        for r in (alloc.get("devices") or {}).get("results") or []:
-            if not isinstance(r, dict) or r.get("adminAccess"):
-                continue
-            dev = (str(r.get("driver")), str(r.get("pool")), str(r.get("device")))
-            share = r.get("shareID")
-            if share is not None:
-                entry = (*dev, str(share))
-                if sign > 0:
-                    self.shared.add(entry)
-                else:
-                    self.shared.discard(entry)
-                consumed = r.get("consumedCapacity")
-                if isinstance(consumed, dict):
-                    caps = self.capacity.setdefault(dev, {})
-                    for name, q in consumed.items():
-                        values = caps.setdefault(str(name), [])
-                        if sign > 0:
-                            values.append(str(q))
-                        elif str(q) in values:
-                            values.remove(str(q))
-                    if all(not v for v in caps.values()):
-                        del self.capacity[dev]
-                continue
-            if sign > 0:
-                self.devices.add(dev)
-            else:
-                self.devices.discard(dev)
-
-    def shared_list(self) -> list[tuple[str, str, str, str]]:
-        return sorted(self.shared)
-
-    def capacity_list(self) -> list[tuple[str, str, str, dict[str, str]]]:
-        """One entry per consumed amount (the Rust side sums them)."""
-        out: list[tuple[str, str, str, dict[str, str]]] = []
-        for dev, caps in self.capacity.items():
-            for name, values in caps.items():
-                out.extend((*dev, {name: v}) for v in values)
-        return out
+#: ``on_allocation(namespace/name, status.allocation or None)``.
+AllocationHandler = Callable[[str, Obj | None], None]
 
 
 def _version(obj: Obj) -> int:
@@ -113,25 +55,19 @@ class ClaimTracker:
     """Claims by ``namespace/name``: the latest (possibly assumed) version, the
     informer's version, the allocations in flight and the allocated devices."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_allocation: AllocationHandler | None = None) -> None:
         self._latest: dict[str, Obj] = {}
         self._api: dict[str, Obj] = {}
         self._in_flight: dict[str, list[Any]] = {}  # uid -> [claim, sharers]
-        self._allocated = AllocatedState()
+        self.on_allocation = on_allocation
 
     # ---- informer side --------------------------------------------------------------
 
     def _changed(self, old: Obj | None, new: Obj | None) -> None:
-        # upstream allocatedDevices: only transitions between allocated and not count.
-        if old is None and new is not None:
-            self._allocated.add_claim(new)
-        elif old is not None and new is None:
-            self._allocated.add_claim(old, -1)
-        elif old is not None and new is not None:
-            if allocation(old) is None and allocation(new) is not None:
-                self._allocated.add_claim(new)
-            elif allocation(old) is not None and allocation(new) is None:
-                self._allocated.add_claim(old, -1)
+        before = None if old is None else allocation(old)
+        after = None if new is None else allocation(new)
+        if before is not after and before != after and self.on_allocation is not None:
+            self.on_allocation(key_of(new if new is not None else old or {}), after)
 
     def on_add(self, obj: Obj) -> None:
         key = key_of(obj)
@@ -218,10 +154,11 @@ class ClaimTracker:
     def num_in_flight(self) -> int:
         return len(self._in_flight)
 
-    def allocated_state(self) -> AllocatedState:
-        """Upstream ``GatherAllocatedState``: the allocated devices plus those of the
-        allocations in flight."""
-        state = self._allocated.copy()
+    def in_flight(self) -> list[tuple[str, Obj]]:
+        """``(namespace/name, allocation)`` of every allocation in flight."""
+        out: list[tuple[str, Obj]] = []
         for claim, _ in self._in_flight.values():
-            state.add_claim(claim)
-        return state
+            alloc = allocation(claim)
+            if alloc is not None:
+                out.append((key_of(claim), alloc))
+        return out

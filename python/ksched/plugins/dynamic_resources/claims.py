@@ -7,16 +7,12 @@ helpers read them, on the API's JSON dicts.
   decided no claim is needed); errors carry upstream's words ("ResourceClaim not
   created yet").
 * :func:`is_for_pod`, :func:`is_reserved_for_pod`: ownership and reservation checks.
-* :func:`node_selector_matches`: the ``status.allocation.nodeSelector`` of an allocated
-  claim against a node (``nodeaffinity.NodeSelector.Match``), for the few allocated
-  claims of a pod; allocation itself runs in the Rust core.
 
 Every function takes dicts as the informers hold them and never modifies them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 Obj = dict[str, Any]
@@ -111,45 +107,6 @@ def reserved_for(claim: Obj) -> list[Obj]:
 
 def is_reserved_for_pod(uid: str, claim: Obj) -> bool:
     return any(r.get("uid") == uid for r in reserved_for(claim))
-
-
-def _requirement(req: Mapping[str, Any], value: str | None) -> bool:
-    op = req.get("operator")
-    values = [str(v) for v in req.get("values") or []]
-    if op == "In":
-        return value is not None and value in values
-    if op == "NotIn":
-        return value is None or value not in values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
-    if op in ("Gt", "Lt") and len(values) == 1:
-        try:
-            have, want = int(value or ""), int(values[0])
-        except ValueError:
-            return False
-        return have > want if op == "Gt" else have < want
-    return False
-
-
-def node_selector_matches(
-    selector: Mapping[str, Any], name: str, labels: Mapping[str, str]
-) -> bool:
-    """``nodeaffinity.NodeSelector.Match``: terms ORed, requirements ANDed, an empty
-    term matches nothing; ``matchFields`` knows ``metadata.name``."""
-    for term in selector.get("nodeSelectorTerms") or []:
-        if not isinstance(term, dict):
-            continue
-        exprs = term.get("matchExpressions") or []
-        fields = term.get("matchFields") or []
-        if not exprs and not fields:
-            continue
-        if all(_requirement(r, labels.get(str(r.get("key")))) for r in exprs) and all(
-            _requirement(r, name if r.get("key") == "metadata.name" else None) for r in fields
-        ):
-            return True
-    return False
 
 
 def normalized(value: Any) -> Any:
