@@ -394,8 +394,10 @@ impl Snapshot {
         let mut detached: Vec<Option<PodRecord>> =
             ordered.iter().map(|&idx| self.detach(idx)).collect();
         let fits = |snap: &mut Snapshot| {
-            let st = snap.prefilter(pod, profile);
-            snap.filter_node(profile, &st, slot)
+            let mut again = snap.prefilter(pod, profile);
+            // DynamicResources' Filter does not look at pods: the attempt's one holds.
+            again.dra = st.dra.clone();
+            snap.filter_node(profile, &again, slot)
         };
         let result = if let Some(r) = fits(self) {
             Err(NotCandidate::Rejected(r))

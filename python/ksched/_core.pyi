@@ -260,9 +260,11 @@ class Snapshot:
         num_candidates: int,
         pdbs: list[tuple[str, dict[str, Any] | None, int, list[str]]],
         now: float,
+        dra: DraAllocator | None = None,
     ) -> PreemptionDryRun:
         """DefaultPreemption's dry run over the potential nodes (a failed result's
-        resolvable rejections, or names) from ``offset``; the snapshot is unchanged."""
+        resolvable rejections, or names) from ``offset``; the snapshot is unchanged.
+        ``dra`` is the attempt's DynamicResources Filter."""
     def pick_one_node_for_preemption(
         self, candidates: list[tuple[str, list[str], int]], now: float
     ) -> int | None:

@@ -546,7 +546,7 @@ impl Snapshot {
     /// not started. The snapshot holds the same pods afterwards (a dry run that
     /// detached pods re-attaches them: their internal indices and `generation` move); the
     /// GIL is released.
-    #[pyo3(name = "preemption_dry_run")]
+    #[pyo3(name = "preemption_dry_run", signature = (pod, profile, potential, offset, num_candidates, pdbs, now, dra = None))]
     #[allow(clippy::too_many_arguments)]
     fn py_preemption_dry_run(
         &mut self,
@@ -558,12 +558,15 @@ impl Snapshot {
         num_candidates: usize,
         pdbs: Vec<PdbTuple<'_>>,
         now: f64,
+        dra: Option<PyRef<'_, DraAllocator>>,
     ) -> PyResult<PreemptionDryRun> {
         let slots = self.potential_slots(potential)?;
         let pdbs = self.compile_pdbs(pdbs);
+        self.pending_dra = dra.map(|d| d.inner.clone());
         let (run, st) = py.detach(|| {
             self.dry_run_preemption(pod, profile, &slots, offset, num_candidates, &pdbs, now)
         });
+        self.pending_dra = None;
         Ok(self.dry_run_result(run, &st))
     }
 

@@ -305,3 +305,24 @@ async def test_the_only_node_with_devices_is_found_beyond_the_sampled_nodes() ->
         c.create("pods", pod_with_claims("p", "only"))
         await wait_for(lambda: node_of(c, "p") == "n150")
     assert allocated(c, "only") == [("n150", "gpu-0")]
+
+
+async def test_preemption_only_considers_nodes_where_the_claims_fit() -> None:
+    """DefaultPreemption's dry run runs DynamicResources' Filter too: n1's victims rank
+    better (lower priority), but n1 has no device, so the preemptor evicts on n0."""
+    c = InMemoryCluster()
+    c.create("deviceclasses", device_class("gpu", DRIVER))
+    for name in ("n0", "n1"):
+        c.create("nodes", make_node(name, cpu="1", memory="8Gi", pods="110"))
+    c.create("resourceslices", gpu_slice("n0", 1))
+    c.create("pods", make_pod("busy-0", cpu="1", memory="100Mi", node_name="n0", priority=5))
+    c.create("pods", make_pod("busy-1", cpu="1", memory="100Mi", node_name="n1", priority=1))
+    async with Running(c):
+        c.create("resourceclaims", claim("gpu"))
+        pod = pod_with_claims("p", "gpu")
+        pod["spec"]["priority"] = 100
+        pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
+        c.create("pods", pod)
+        await wait_for(lambda: c.get("pods", "default/busy-0") is None)
+        await wait_for(lambda: node_of(c, "p") == "n0")
+    assert c.get("pods", "default/busy-1") is not None
