@@ -292,11 +292,12 @@ class DynamicResources:
     def is_schedulable_after_claim_change(
         self, pod: Pod, old: Obj | None, new: Obj | None
     ) -> QueueingHint:
-        if new is None:
-            return QueueingHint.QUEUE
         try:
             claims = self._pod_claims(pod)
         except ClaimError:
+            return QueueingHint.QUEUE_SKIP
+        if new is None:
+            # Deletes are not registered; upstream's hint never sees one.
             return QueueingHint.QUEUE_SKIP
         uid = meta(new).get("uid")
         uses = any(meta(c).get("uid") == uid for c in claims)
