@@ -1429,6 +1429,7 @@ impl<'a> Run<'a> {
                 Some(class),
                 &class.spec.selectors,
                 slice,
+                loc.device,
                 device,
                 &mut variable,
             )? {
@@ -1441,6 +1442,7 @@ impl<'a> Run<'a> {
             None,
             data.req.selectors,
             slice,
+            loc.device,
             device,
             &mut variable,
         )? {
@@ -1464,41 +1466,58 @@ impl<'a> Run<'a> {
         Ok(true)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn selectors_match(
         &self,
         claim: &ResourceClaim,
         class: Option<&Arc<DeviceClass>>,
         selectors: &[DeviceSelector],
         slice: &ResourceSlice,
+        device_index: usize,
         device: &Device,
         variable: &mut Option<cel::common::types::CelMap<'static>>,
     ) -> Result<bool, AllocError> {
+        let cel = &self.shared.cel;
         for (i, selector) in selectors.iter().enumerate() {
             let Some(expr) = &selector.cel else { continue };
-            let compiled = self.shared.cel.get_or_compile(&expr.expression);
-            let who = match class {
+            let compiled = cel.get_or_compile(&expr.expression);
+            let who = || match class {
                 Some(c) => format!("class {}", c.metadata.name),
                 None => format!("claim {}", kobj(claim)),
             };
             if let Some(err) = compiled.error() {
                 return Err(AllocError::Fatal(format!(
-                    "{who}: selector #{i}: CEL compile error: {err}"
+                    "{}: selector #{i}: CEL compile error: {err}",
+                    who()
                 )));
             }
-            if variable.is_none() {
-                *variable = Some(device_variable(&slice.spec.driver, device).map_err(|e| {
-                    AllocError::Fatal(format!("{who}: selector #{i}: CEL runtime error: {e}"))
-                })?);
-            }
-            let v = variable.as_ref().expect("just set");
-            match compiled.matches(&self.shared.cel.env, v) {
-                Ok(true) => {}
-                Ok(false) => return Ok(false),
-                Err(e) => {
-                    return Err(AllocError::Fatal(format!(
-                        "{who}: selector #{i}: CEL runtime error: {e}"
-                    )))
+            let verdict = match cel.cached(slice.serial, device_index, compiled.id) {
+                Some(v) => v,
+                None => {
+                    if variable.is_none() {
+                        *variable =
+                            Some(device_variable(&slice.spec.driver, device).map_err(|e| {
+                                AllocError::Fatal(format!(
+                                    "{}: selector #{i}: CEL runtime error: {e}",
+                                    who()
+                                ))
+                            })?);
+                    }
+                    let v = variable.as_ref().expect("just set");
+                    let m = compiled.matches(&cel.env, v).map_err(|e| {
+                        AllocError::Fatal(format!(
+                            "{}: selector #{i}: CEL runtime error: {e}",
+                            who()
+                        ))
+                    })?;
+                    if slice.serial != 0 {
+                        cel.remember(slice.serial, device_index, compiled.id, m);
+                    }
+                    m
                 }
+            };
+            if !verdict {
+                return Ok(false);
             }
         }
         Ok(true)

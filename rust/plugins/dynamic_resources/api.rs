@@ -98,6 +98,9 @@ pub struct ResourceSlice {
     #[serde(default)]
     pub metadata: ObjectMeta,
     pub spec: ResourceSliceSpec,
+    /// Unique per decoded object (set by the store): keys the CEL results cache.
+    #[serde(skip)]
+    pub serial: u64,
 }
 
 #[derive(Deserialize, Debug, Clone)]

@@ -425,6 +425,8 @@ pub fn device_variable(driver: &str, device: &Device) -> Result<CelMap<'static>,
 /// One compiled selector, or why it did not compile.
 pub struct Compiled {
     program: Result<Program, String>,
+    /// Unique per expression (keys the results cache).
+    pub id: usize,
 }
 
 impl Compiled {
@@ -467,17 +469,25 @@ fn value_type_name(v: &Value) -> &'static str {
     }
 }
 
-/// Compiled selectors by expression, shared by all allocations.
+/// Compiled selectors by expression, shared by all allocations, and their results:
+/// a selector's verdict on a device depends on nothing else, so it is computed once per
+/// device (decoded slice object) and expression, not once per node and pod.
 pub struct CelCache {
     pub env: Arc<Env>,
     compiled: Mutex<HashMap<String, Arc<Compiled>>>,
+    results: Mutex<HashMap<(u64, usize, usize), bool>>,
 }
+
+/// Entries kept before the results cache starts over (slices that were replaced leave
+/// entries behind).
+const MAX_RESULTS: usize = 1 << 20;
 
 impl Default for CelCache {
     fn default() -> Self {
         CelCache {
             env: Arc::new(build_env()),
             compiled: Mutex::new(HashMap::new()),
+            results: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -496,12 +506,32 @@ impl CelCache {
             .env
             .compile(expression)
             .map_err(|e| format!("compilation failed: {e}"));
-        let c = Arc::new(Compiled { program });
-        self.compiled
+        let mut compiled = self.compiled.lock().expect("CEL cache lock");
+        let c = Arc::new(Compiled {
+            program,
+            id: compiled.len(),
+        });
+        compiled
+            .entry(expression.to_string())
+            .or_insert_with(|| c.clone())
+            .clone()
+    }
+
+    /// The cached verdict of expression `expr` on device `device` of slice `slice`.
+    pub fn cached(&self, slice: u64, device: usize, expr: usize) -> Option<bool> {
+        self.results
             .lock()
-            .expect("CEL cache lock")
-            .insert(expression.to_string(), c.clone());
-        c
+            .expect("CEL results lock")
+            .get(&(slice, device, expr))
+            .copied()
+    }
+
+    pub fn remember(&self, slice: u64, device: usize, expr: usize, verdict: bool) {
+        let mut r = self.results.lock().expect("CEL results lock");
+        if r.len() >= MAX_RESULTS {
+            r.clear();
+        }
+        r.insert((slice, device, expr), verdict);
     }
 }
 

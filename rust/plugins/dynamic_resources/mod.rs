@@ -105,6 +105,8 @@ pub struct DraDevices {
     cel: Arc<cel::CelCache>,
     allocated: Arc<AllocatedState>,
     claim_devices: HashMap<String, ClaimDevices>,
+    /// Serial of the last decoded slice (0: never).
+    serial: u64,
 }
 
 #[pymethods]
@@ -118,6 +120,7 @@ impl DraDevices {
             cel: Arc::new(cel::CelCache::default()),
             allocated: Arc::new(AllocatedState::default()),
             claim_devices: HashMap::new(),
+            serial: 0,
         }
     }
 
@@ -152,7 +155,9 @@ impl DraDevices {
     fn upsert_slice(&mut self, name: &str, obj: &[u8]) -> PyResult<()> {
         self.index = None;
         self.slices.remove(name);
-        let slice: ResourceSlice = decode("ResourceSlice", name, obj)?;
+        let mut slice: ResourceSlice = decode("ResourceSlice", name, obj)?;
+        self.serial += 1;
+        slice.serial = self.serial;
         self.slices.insert(name.to_string(), Arc::new(slice));
         Ok(())
     }
