@@ -196,6 +196,22 @@ CASES: list[tuple[str, list[tuple[str, list[int]]], Obj | None, str]] = [
         "100m",
     ),
     (
+        "cel-runtime-error",
+        [("p1", [0])],
+        {
+            "requests": [
+                {
+                    "name": "g",
+                    "exactly": {
+                        "deviceClassName": "CLASS",
+                        "selectors": [{"cel": {"expression": 'device.attributes["DRIVER"].nope'}}],
+                    },
+                }
+            ]
+        },
+        "100m",
+    ),
+    (
         "missing-class",
         [("p1", [0])],
         {"requests": [{"name": "g", "exactly": {"deviceClassName": "CLASS-none"}}]},
@@ -248,6 +264,7 @@ async def test_same_outcome_as_kube_scheduler(
     upstream_result, ksched_result = results["upstream"], results["ksched"]
     # Class and driver names differ by side; compare with them normalized.
     norm = {sides["upstream"].device_class: "CLASS", sides["ksched"].device_class: "CLASS"}
+    norm.update({f"{s}-{name}": "POD" for s in SCHEDULERS})
 
     def normalized(r: Any) -> Any:
         text = repr(r)

@@ -450,8 +450,24 @@ impl Compiled {
                 "CEL result of type {} could not be converted to bool",
                 value_type_name(&other)
             )),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(runtime_error_text(&e)),
         }
+    }
+}
+
+/// cel-go's wording of the runtime errors a device selector meets (the crate words
+/// them its own way): a missing attribute is "no such key: <id>".
+fn runtime_error_text(e: &ExecutionError) -> String {
+    match e {
+        ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
+        ExecutionError::UndeclaredReference(name) => {
+            format!("undeclared reference to '{name}' (in container '')")
+        }
+        ExecutionError::NoSuchOverload(_) => "no such overload".to_string(),
+        ExecutionError::DivisionByZero(_) => "division by zero".to_string(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".to_string(),
+        ExecutionError::FunctionError { message, .. } => message.clone(),
+        other => other.to_string(),
     }
 }
 

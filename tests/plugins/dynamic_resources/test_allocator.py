@@ -843,6 +843,7 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, Any]]] = [
         ("unallocatable", []),
     ),
     (
+        # upstream plugin test "claim-parameters-CEL-runtime-error"
         "cel-runtime-error-missing-attribute",
         {
             "claims": [
@@ -853,9 +854,25 @@ CASES: list[tuple[str, dict[str, Any], tuple[str, Any]]] = [
             "classes": [device_class(CLASS_A, DRIVER_A)],
             "slices": [slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
         },
-        ("error", "claim default/claim-0: selector #0: CEL runtime error: "),
+        ("error", ["claim default/claim-0: selector #0: CEL runtime error: no such key: y"]),
     ),
 ]
+
+
+CASES.append(
+    (
+        # upstream plugin test "class-parameters-CEL-runtime-error"
+        "class-cel-runtime-error",
+        {
+            "claims": [claim_with_request(CLAIM0, REQ0, CLASS_A)],
+            "classes": [
+                device_class(CLASS_A, DRIVER_A, f'device.attributes["{DRIVER_A}"].healthy')
+            ],
+            "slices": [slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A)],
+        },
+        ("error", ["class class-a: selector #1: CEL runtime error: no such key: healthy"]),
+    )
+)
 
 
 @pytest.mark.parametrize(("name", "case", "want"), CASES, ids=[c[0] for c in CASES])
