@@ -12,11 +12,14 @@
 //! All per-pod work (resolving strings to ids, counting pods per topology domain, ...) is
 //! done once in [`Snapshot::prefilter`]; the per-node kernels only read that state.
 
+use std::sync::Arc;
+
 use ahash::AHashMap;
 use rand::Rng;
 use rayon::prelude::*;
 
 use crate::normalize::default_normalize;
+use crate::plugins::dynamic_resources::DraFilter;
 use crate::plugins::image_locality::{self, ImageState};
 use crate::plugins::inter_pod_affinity::{
     self as ipa, add_count, CompiledAffinity, IpaFilterState,
@@ -105,6 +108,8 @@ pub struct PodState {
     /// The plugins named by the status of the nodes a PreFilter result left out, sorted
     /// (see [`Snapshot::schedule`]).
     pub absent_plugins: Vec<&'static str>,
+    /// DynamicResources' Filter for this attempt, run after every other Filter.
+    pub dra: Option<Arc<DraFilter>>,
 }
 
 /// The result of one attempt.
@@ -287,6 +292,7 @@ impl Snapshot {
             .nominated
             .node_of(&pod.uid)
             .and_then(|n| self.slot_of(n));
+        st.dra = self.pending_dra.take();
         st.only_fit_sees_pods = !st.active_filters.iter().any(|p| {
             matches!(
                 p,
@@ -401,7 +407,9 @@ impl Snapshot {
             Plugin::NodeVolumeLimits => st.limits.is_some(),
             Plugin::VolumeBinding => st.binding.is_some(),
             Plugin::VolumeZone => st.zone.is_some(),
-            Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => false,
+            Plugin::NodeResourcesBalancedAllocation
+            | Plugin::ImageLocality
+            | Plugin::DynamicResources => false,
         }
     }
 
@@ -531,7 +539,10 @@ impl Snapshot {
                 });
             }
         }
-        None
+        match &st.dra {
+            Some(dra) => dra.filter(self, slot),
+            None => None,
+        }
     }
 
     /// One Filter plugin on one node: `None` when it passes, else `(unresolvable, detail)`.
@@ -584,7 +595,9 @@ impl Snapshot {
                 .zone
                 .as_ref()
                 .and_then(|z| volume_zone::filter(self, z, slot)),
-            Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => None,
+            Plugin::NodeResourcesBalancedAllocation
+            | Plugin::ImageLocality
+            | Plugin::DynamicResources => None,
         }
     }
 
@@ -690,6 +703,10 @@ impl Snapshot {
                 .unwrap_or_default(),
             Plugin::VolumeBinding => volume_binding::reasons(reject.detail),
             Plugin::VolumeZone => one(volume_zone::ERR_REASON_CONFLICT),
+            Plugin::DynamicResources => match &st.dra {
+                Some(dra) => vec![dra.reason(reject.detail)],
+                None => Vec::new(),
+            },
             Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => Vec::new(),
         }
     }
@@ -812,7 +829,8 @@ impl Snapshot {
             | Plugin::NodePorts
             | Plugin::VolumeRestrictions
             | Plugin::NodeVolumeLimits
-            | Plugin::VolumeZone => zeros(),
+            | Plugin::VolumeZone
+            | Plugin::DynamicResources => zeros(),
         }
     }
 

@@ -27,6 +27,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<volume::VolumeZoneRequest>()?;
     m.add_class::<volume::NodeVolumeLimitsRequest>()?;
     m.add_class::<volume::VolumeBindingRequest>()?;
+    m.add_class::<plugins::dynamic_resources::DraDevices>()?;
+    m.add_class::<plugins::dynamic_resources::DraAllocator>()?;
     m.add("FILTER_PLUGINS", profile::filter_plugin_names())?;
     m.add("SCORE_PLUGINS", profile::score_plugin_names())?;
     m.add_function(wrap_pyfunction!(num_feasible_nodes_to_find, m)?)?;

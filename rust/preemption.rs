@@ -403,17 +403,19 @@ impl Snapshot {
         };
         let mut removed: i64 = detached.iter().flatten().map(refs).sum();
         let fits = |snap: &mut Snapshot, removed: i64| -> Option<NotCandidate> {
-            let mut st = snap.prefilter(pod, profile);
-            if st.restrictions.is_some() || base.is_some() {
-                st.restrictions = base.as_ref().map(|b| RestrictionsState {
+            let mut again = snap.prefilter(pod, profile);
+            // DynamicResources' Filter does not look at pods: the attempt's one holds.
+            again.dra = st.dra.clone();
+            if again.restrictions.is_some() || base.is_some() {
+                again.restrictions = base.as_ref().map(|b| RestrictionsState {
                     conflicts: b.conflicts - removed,
                     ..b.clone()
                 });
-                snap.refresh_active_filters(profile, &mut st);
-                st.only_fit_sees_pods = false;
+                snap.refresh_active_filters(profile, &mut again);
+                again.only_fit_sees_pods = false;
             }
-            snap.filter_node(profile, &st, slot)
-                .map(|r| snap.not_candidate(&st, slot, r))
+            snap.filter_node(profile, &again, slot)
+                .map(|r| snap.not_candidate(&again, slot, r))
         };
         let result = if let Some(why) = fits(self, removed) {
             Err(why)

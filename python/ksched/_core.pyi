@@ -14,6 +14,8 @@ __all__ = [
     "FILTER_PLUGINS",
     "SCORE_PLUGINS",
     "CompiledPod",
+    "DraAllocator",
+    "DraDevices",
     "NodeVolumeLimitsRequest",
     "PreemptionDryRun",
     "Profile",
@@ -187,6 +189,63 @@ class Profile:
     def percentage_of_nodes_to_score(self) -> int: ...
 
 @final
+class DraDevices:
+    """DynamicResources' view of the cluster's devices: every ResourceSlice and
+    DeviceClass (API JSON, decoded once per change) and the compiled CEL selectors."""
+
+    def __new__(cls) -> DraDevices: ...
+    def upsert_slice(self, name: str, obj: bytes) -> None:
+        """Add or replace a ResourceSlice; ValueError naming the field that is wrong."""
+    def remove_slice(self, name: str) -> None: ...
+    def upsert_class(self, name: str, obj: bytes) -> None:
+        """Add or replace a DeviceClass; ValueError naming the field that is wrong."""
+    def remove_class(self, name: str) -> None: ...
+    @property
+    def num_slices(self) -> int: ...
+    @property
+    def num_devices(self) -> int: ...
+    def set_claim_allocation(self, key: str, allocation: bytes | None = None) -> None:
+        """The ``status.allocation`` JSON of claim ``key`` (None: not allocated or gone):
+        its devices count as taken, those of its previous allocation no longer."""
+    @property
+    def num_allocated_devices(self) -> int: ...
+    def allocator(
+        self,
+        claims: list[tuple[str, bytes]],
+        in_flight: list[tuple[str, bytes]] = ...,
+        allocated: list[tuple[int, bytes | None, bool]] = ...,
+        timeout: float | None = None,
+    ) -> DraAllocator:
+        """DynamicResources' Filter for one pod and attempt: ``claims`` (``(ns/name,
+        JSON)`` of each unallocated claim) allocated with every allocated claim's devices
+        taken and those of the allocations in flight (``(ns/name, status.allocation
+        JSON)``), and the allocated claims (``(index, nodeSelector JSON or None,
+        unavailable everywhere)``); ``timeout`` bounds one node's allocation."""
+    def compile_error(self, expression: str) -> str | None:
+        """The compile error of a CEL selector; None when it compiles."""
+
+@final
+class DraAllocator:
+    """DynamicResources' Filter of one pod for one attempt: pass it to
+    ``Snapshot.schedule(..., dra=...)``; afterwards it holds what the attempt found."""
+
+    def allocate(self, name: str, labels: dict[str, str]) -> tuple[str, list[str]]:
+        """The Filter on one node outside an attempt: ``("allocated", [AllocationResult
+        JSON per pending claim])``, ``("unallocatable", [])``, ``("unavailable", [])``,
+        ``("unschedulable", [reason])`` or ``("error", [message])``; without the GIL."""
+    def results_for(self, node: str) -> list[str] | None:
+        """The allocations found for a feasible node (JSON per pending claim)."""
+    def unavailable_claims(self) -> list[int]:
+        """Indices of the allocated claims that were not available on some node."""
+    @property
+    def error(self) -> str | None:
+        """The error that failed the attempt (a broken claim or class, a timeout)."""
+    @property
+    def invocations(self) -> int: ...
+    @property
+    def num_claims(self) -> int: ...
+
+@final
 class ScheduleResult:
     """The outcome of one attempt."""
 
@@ -275,9 +334,11 @@ class Snapshot:
         profile: Profile,
         explain: bool = False,
         use_nomination: bool = True,
+        dra: DraAllocator | None = None,
     ) -> ScheduleResult:
         """One attempt; a pod with ``status.nominatedNodeName`` is tried on that node
-        first (unless ``use_nomination`` is false) and placed there when it fits."""
+        first (unless ``use_nomination`` is false) and placed there when it fits.
+        ``dra`` (DynamicResources' Filter) runs on each node after the built-in filters."""
     def schedule_batch(self, pods: list[CompiledPod], profile: Profile) -> list[ScheduleResult]:
         """Place pods in order as successive ``schedule`` calls would (each placed pod
         accounted before the next); accounting is undone before returning."""
@@ -295,9 +356,11 @@ class Snapshot:
         num_candidates: int,
         pdbs: list[tuple[str, dict[str, Any] | None, int, list[str]]],
         now: float,
+        dra: DraAllocator | None = None,
     ) -> PreemptionDryRun:
         """DefaultPreemption's dry run over the potential nodes (a failed result's
-        resolvable rejections, or names) from ``offset``; the snapshot is unchanged."""
+        resolvable rejections, or names) from ``offset``; the snapshot is unchanged.
+        ``dra`` is the attempt's DynamicResources Filter."""
     def pick_one_node_for_preemption(
         self, candidates: list[tuple[str, list[str], int]], now: float
     ) -> int | None:
@@ -329,7 +392,9 @@ class Snapshot:
     def active_filters(self, pod: CompiledPod, profile: Profile) -> list[str]:
         """The Filter plugins that can reject some node for ``pod`` (the others are
         skipped for it), in profile order."""
-    def explain(self, pod: CompiledPod, profile: Profile) -> list[dict[str, Any]]:
+    def explain(
+        self, pod: CompiledPod, profile: Profile, dra: DraAllocator | None = None
+    ) -> list[dict[str, Any]]:
         """Every node's Filter outcome and, for feasible nodes, each Score plugin's raw and
         normalized score and the weighted total (no sampling)."""
     @property

@@ -28,6 +28,8 @@ Metric names and labels (upstream ``pkg/scheduler/metrics``):
 * ``scheduler_permit_wait_duration_seconds{result}``
 * ``scheduler_scheduler_cache_size{type}`` (nodes, pods, assumed_pods)
 * ``scheduler_preemption_attempts_total``, ``scheduler_preemption_victims``
+* ``scheduler_dra_bindingconditions_allocations_total{profile,driver,status}``,
+  ``scheduler_dra_bindingconditions_wait_duration_seconds{profile,driver,status}``
 """
 
 from __future__ import annotations
@@ -285,6 +287,19 @@ class SchedulerMetrics:
             "Number of selected preemption victims",
             exponential_buckets(1, 2, 7),
         )
+        # DynamicResources (DRADeviceBindingConditions, beta and on in v1.36).
+        self.dra_binding_conditions_allocations = Counter(
+            s + "dra_bindingconditions_allocations_total",
+            "Number of allocations using devices with BindingConditions, counted per driver "
+            "per scheduling attempt",
+            ("profile", "driver", "status"),
+        )
+        self.dra_binding_conditions_wait_duration = Histogram(
+            s + "dra_bindingconditions_wait_duration_seconds",
+            "Time in seconds spent waiting for BindingConditions to be satisfied during PreBind.",
+            exponential_buckets(0.1, 2, 14),
+            ("profile", "driver", "status"),
+        )
         #: Series without labels, kept at hand for the hot path.
         self.attempts_series = self.pod_scheduling_attempts.child(())
         self._sli: list[HistogramSeries | None] = [None] * 16
@@ -305,6 +320,8 @@ class SchedulerMetrics:
                     self.cache_size,
                     self.preemption_attempts,
                     self.preemption_victims,
+                    self.dra_binding_conditions_allocations,
+                    self.dra_binding_conditions_wait_duration,
                 ]
             )
         )

@@ -63,6 +63,12 @@ _DEFAULT_PREEMPTION_ARGS = {"minCandidateNodesPercentage": 10, "minCandidateNode
 #: ``VolumeBindingArgs.bindTimeoutSeconds``'s default.
 _DEFAULT_BIND_TIMEOUT = 600
 
+DYNAMIC_RESOURCES = "DynamicResources"
+#: ``DynamicResourcesArgs`` defaults, as the config layer prints them.
+_DEFAULT_DRA_ARGS = {"filterTimeout": "10s", "bindingTimeout": "10m0s"}
+#: DynamicResources' Score weight in v1.36's default multiPoint set.
+_DRA_WEIGHT = 2
+
 #: Methods that come with an extension point's method (same plugin, same point).
 _COMPANIONS = {
     "less": ("sort_key",),
@@ -144,6 +150,9 @@ class ConfiguredPlugin:
             self.applies_to = applies
         if "preBind" in self.points and getattr(plugin, "pre_bind_parallel", False):
             self.pre_bind_parallel = True
+        ignores = getattr(plugin, "ignores_pod", None)
+        if callable(ignores):
+            self.ignores_pod = ignores
 
     def setup(self, handle: Handle) -> None:
         if self._handle is not None:
@@ -180,10 +189,15 @@ def _python_plugins(
     name = prof.scheduler_name or ""
     preemption_args = _plain_args(prof, DEFAULT_PREEMPTION)
     binding_args = _plain_args(prof, VOLUME_BINDING)
+    dra_args = _plain_args(prof, DYNAMIC_RESOURCES)
     builtins = {
         p.name: p
         for p in default_plugins(
-            plugin_args={DEFAULT_PREEMPTION: preemption_args, VOLUME_BINDING: binding_args}
+            plugin_args={
+                DEFAULT_PREEMPTION: preemption_args,
+                VOLUME_BINDING: binding_args,
+                DYNAMIC_RESOURCES: dra_args,
+            }
         )
     }
     default_args = all(
@@ -191,6 +205,9 @@ def _python_plugins(
     ) and (binding_args or {}).get("bindTimeoutSeconds", _DEFAULT_BIND_TIMEOUT) in (
         None,
         _DEFAULT_BIND_TIMEOUT,
+    )
+    default_args = default_args and all(
+        (dra_args or {}).get(k, v) == v for k, v in _DEFAULT_DRA_ARGS.items()
     )
     kernels = set(_core.FILTER_PLUGINS) | set(_core.SCORE_PLUGINS)
     enabled_at: dict[str, list[str]] = {}  # plugin -> points, in first-appearance order
@@ -214,6 +231,8 @@ def _python_plugins(
             restricted = True
         elif plugin in builtins:
             instance = builtins[plugin]
+            if "score" in at:
+                instance.weight = weights.get(plugin, 1)
             if _implemented_points(instance) <= set(at):
                 plugins.append(instance)
             else:
@@ -221,7 +240,13 @@ def _python_plugins(
                 restricted = True
         elif plugin not in kernels:
             missing.setdefault(plugin, set()).add(name)
-    if not restricted and default_args and {p.name for p in plugins} == set(builtins):
+    default_weight = weights.get(DYNAMIC_RESOURCES, _DRA_WEIGHT) == _DRA_WEIGHT
+    if (
+        not restricted
+        and default_args
+        and default_weight
+        and {p.name for p in plugins} == set(builtins)
+    ):
         return None  # exactly the Python-side defaults: let the framework make them
     return tuple(plugins)
 

@@ -59,7 +59,13 @@ from ksched.framework.diagnosis import (
     RawNodeStatus,
 )
 from ksched.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, Extender
-from ksched.framework.interface import COMPILED_POD_KEY, MAX_NODE_SCORE, NOMINATING_KEY, NodeInfo
+from ksched.framework.interface import (
+    COMPILED_POD_KEY,
+    CORE_FILTER_KEY,
+    MAX_NODE_SCORE,
+    NOMINATING_KEY,
+    NodeInfo,
+)
 from ksched.framework.runtime import Framework
 from ksched.framework.status import Code, Status
 from ksched.metrics import PLUGIN_METRICS_SAMPLE_PERCENT
@@ -101,7 +107,13 @@ class SchedulingStats:
 # ---- placement ---------------------------------------------------------------------------
 
 
-def _rust_fit_error(result: Any) -> FitError:
+def _rust_fit_error(result: Any, state: CycleState) -> FitError:
+    """The FitError of a Rust result without a feasible node. A Rust PreFilter that
+    rejected the pod is noted as ``state.pre_filter_rejector``: the built-in PreFilters
+    come before every Python one in the profile's order, so none of those ran upstream."""
+    if result.pre_filter_msg is not None:
+        plugins = result.unschedulable_plugins()
+        state.pre_filter_rejector = plugins[-1] if plugins else ""
     return FitError(
         result.num_all_nodes,
         result.reason_counts(),
@@ -129,7 +141,7 @@ def _place(
         return None, error, result
     if result.num_all_nodes == 0:
         return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NO_NODES_AVAILABLE), result
-    fit = _rust_fit_error(result)
+    fit = _rust_fit_error(result, state)
     return None, _post_filter(fw, state, info, fit, NodeStatuses.of_result(result)), result
 
 
@@ -254,7 +266,7 @@ def _python_fit_error(
     """Python filters rejected every node the Rust filters let through: the diagnosis
     has both the Rust rejections (asked for again: the successful Rust call kept none)
     and the Python ones, as upstream's NodeToStatus."""
-    raw = _rust_rejections(sched, fw, info, filtered.result)
+    raw = _rust_rejections(sched, fw, info, state, filtered.result)
     plugins = _rejectors(raw) | set(filtered.result.pre_filter_plugins)
     for n, st in filtered.rejected.items():
         raw.append((n, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, list(st.reasons)))
@@ -277,7 +289,7 @@ def _rejectors(raw: list[RawNodeStatus]) -> set[str]:
 
 
 def _rust_rejections(
-    sched: Scheduler, fw: Framework, info: QueuedPodInfo, result: Any
+    sched: Scheduler, fw: Framework, info: QueuedPodInfo, state: CycleState, result: Any
 ) -> list[RawNodeStatus]:
     """The nodes the built-in filters rejected in an attempt that found some feasible
     nodes (a successful Rust call keeps no rejections, so they are computed again)."""
@@ -285,7 +297,9 @@ def _rust_rejections(
     if result.evaluated_nodes <= result.feasible_nodes:
         return raw
     rust_feasible = {n for n, _ in result.scores} or {result.node}
-    for row in sched.cache.snapshot.explain(info.compiled, fw.profile.kernels):
+    for row in sched.cache.snapshot.explain(
+        info.compiled, fw.profile.kernels, dra=state.get(CORE_FILTER_KEY)
+    ):
         st = row["status"]
         if st is None or row["node"] in rust_feasible:
             continue
@@ -357,8 +371,9 @@ def _run_filters(
         # Upstream gives every node the PreFilter's status.
         return None, _post_filter(fw, state, info, fit, NodeStatuses((), s), deferred), None
     snapshot = sched.cache.snapshot
+    core_filter = state.get(CORE_FILTER_KEY)
     result = snapshot.schedule(
-        info.compiled, fw.profile.kernels, True, use_nomination=use_nomination
+        info.compiled, fw.profile.kernels, True, use_nomination=use_nomination, dra=core_filter
     )
     nominated = pod.nominated_node_name
     if use_nomination and nominated and result.node == nominated and result.evaluated_nodes == 1:
@@ -367,7 +382,13 @@ def _run_filters(
         ni = NodeInfo(nominated, sched.cache.nodes.get(nominated), snapshot)
         if fw.run_filter(state, pod, ni) is None:
             return _Filtered([ni], {nominated: 0}, {}, result), None, result
-        result = snapshot.schedule(info.compiled, fw.profile.kernels, True, use_nomination=False)
+        result = snapshot.schedule(
+            info.compiled, fw.profile.kernels, True, use_nomination=False, dra=core_filter
+        )
+    if core_filter is not None and core_filter.error:
+        # A Filter error aborts the attempt (upstream RunFilterPlugins).
+        msg = f'running "DynamicResources" filter plugin: {core_filter.error}'
+        return None, Status(Code.ERROR, msg, plugin="DynamicResources"), result
     if result.node is None:
         error = _kernel_error(result)
         if error is not None:
@@ -380,7 +401,7 @@ def _run_filters(
                 _pre_filter_result_fit_error(fw, state, info, names, result, deferred),
                 result,
             )
-        fit = _rust_fit_error(result)
+        fit = _rust_fit_error(result, state)
         statuses = NodeStatuses.of_result(result)
         return None, _post_filter(fw, state, info, fit, statuses, deferred), result
     candidates: list[tuple[str, int]] = list(result.scores) or [(result.node, 0)]
@@ -558,7 +579,7 @@ def _extenders_fit_error(
     the filters' rejections and the extenders' (``Extender`` among the unschedulable
     plugins, so any cluster event retries the pod), then PostFilter."""
     result = filtered.result
-    raw = _rust_rejections(sched, fw, info, result)
+    raw = _rust_rejections(sched, fw, info, state, result)
     plugins: set[str] = {EXTENDER_NAME, *_rejectors(raw), *result.pre_filter_plugins}
     for name, st in filtered.rejected.items():
         raw.append((name, st.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE, st.plugin, st.reasons))
@@ -700,7 +721,7 @@ def _begin(sched: Scheduler, info: QueuedPodInfo) -> Framework | None:
         # Already assumed or bound: skip, as upstream's skipPodSchedule does.
         queue.done(pod.uid)
         return None
-    return fw
+    return fw.for_pod(pod)
 
 
 def schedule_one(
@@ -794,7 +815,10 @@ def batchable(sched: Scheduler, info: QueuedPodInfo) -> bool:
     same outcome as one by one: no Python plugin that runs between placement and the
     next pod (PreFilter/Filter/Score, Reserve, Permit), and no extenders."""
     fw = sched.frameworks.get(info.pod.scheduler_name)
-    return fw is not None and not (
+    if fw is None:
+        return False
+    fw = fw.for_pod(info.pod)
+    return not (
         fw.python_placement
         or fw.extenders
         or fw.needs_reserve_or_permit(info.pod)

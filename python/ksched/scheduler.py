@@ -801,7 +801,11 @@ class Scheduler:
 
     @staticmethod
     def signature(info: Any) -> object:
-        """The pod's scheduling signature from the Rust core (None: not batchable)."""
+        """The pod's scheduling signature from the Rust core (None: not batchable).
+        A pod with ResourceClaims has none (upstream DynamicResources' ``SignPod``: its
+        placement depends on devices the core's signature does not see)."""
+        if (info.pod.raw.get("spec") or {}).get("resourceClaims"):
+            return None
         return getattr(info.compiled, "signature", None)
 
     def quiescent(self) -> bool:

@@ -4,6 +4,7 @@
 //! [`Reject`] whose reason strings are produced only when a diagnosis is needed.
 
 pub mod balanced_allocation;
+pub mod dynamic_resources;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
@@ -35,10 +36,13 @@ pub enum Plugin {
     InterPodAffinity,
     NodeResourcesBalancedAllocation,
     ImageLocality,
+    /// Runs after every other Filter for a pod whose PreFilter (in Python) handed the
+    /// core an allocator; never listed in a profile (see `dynamic_resources`).
+    DynamicResources,
 }
 
 impl Plugin {
-    pub const ALL: [Plugin; 14] = [
+    pub const ALL: [Plugin; 15] = [
         Plugin::NodeUnschedulable,
         Plugin::NodeName,
         Plugin::TaintToleration,
@@ -53,6 +57,7 @@ impl Plugin {
         Plugin::InterPodAffinity,
         Plugin::NodeResourcesBalancedAllocation,
         Plugin::ImageLocality,
+        Plugin::DynamicResources,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +76,7 @@ impl Plugin {
             Plugin::InterPodAffinity => inter_pod_affinity::NAME,
             Plugin::NodeResourcesBalancedAllocation => balanced_allocation::NAME,
             Plugin::ImageLocality => image_locality::NAME,
+            Plugin::DynamicResources => dynamic_resources::NAME,
         }
     }
 
@@ -81,7 +87,9 @@ impl Plugin {
     pub fn has_filter(self) -> bool {
         !matches!(
             self,
-            Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality
+            Plugin::NodeResourcesBalancedAllocation
+                | Plugin::ImageLocality
+                | Plugin::DynamicResources
         )
     }
 

@@ -111,6 +111,9 @@ pub struct Snapshot {
     pub num_unschedulable: usize,
     pub num_hard_taints: usize,
     pub num_prefer_taints: usize,
+    /// DynamicResources' Filter for the next attempt (set by the Python call, taken by
+    /// `prefilter`).
+    pub pending_dra: Option<std::sync::Arc<crate::plugins::dynamic_resources::DraFilter>>,
 
     pub interner: Interner,
     /// Label key id → label column; `label_cols[col][slot]` is the value id (0 = absent).
@@ -193,6 +196,7 @@ impl Snapshot {
             num_unschedulable: 0,
             num_hard_taints: 0,
             num_prefer_taints: 0,
+            pending_dra: None,
             interner: Interner::new(),
             label_index: AHashMap::new(),
             label_col_of: Vec::new(),

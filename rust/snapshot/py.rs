@@ -10,6 +10,8 @@ use std::sync::Arc;
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+
+use crate::plugins::dynamic_resources::DraAllocator;
 use pyo3::types::PyDict;
 
 use super::{storage, NodeSpec, Snapshot};
@@ -532,7 +534,7 @@ impl Snapshot {
     /// released while nodes are examined. With `explain`, the result keeps every scored
     /// node's total. A pod with a nominated node is tried there first unless
     /// `use_nomination` is false.
-    #[pyo3(name = "schedule", signature = (pod, profile, explain = false, use_nomination = true))]
+    #[pyo3(name = "schedule", signature = (pod, profile, explain = false, use_nomination = true, dra = None))]
     fn py_schedule(
         &mut self,
         py: Python<'_>,
@@ -540,21 +542,27 @@ impl Snapshot {
         profile: &Profile,
         explain: bool,
         use_nomination: bool,
+        dra: Option<PyRef<'_, DraAllocator>>,
     ) -> ScheduleResult {
+        self.pending_dra = dra.map(|d| d.inner.clone());
         let out = py.detach(|| Snapshot::schedule(self, pod, profile, explain, use_nomination));
+        self.pending_dra = None;
         self.result_from(out)
     }
 
     /// Every node's Filter outcome and, for feasible nodes, each Score plugin's raw and
     /// normalized score (no sampling). One dict per node, in examination order.
-    #[pyo3(name = "explain")]
+    #[pyo3(name = "explain", signature = (pod, profile, dra = None))]
     fn py_explain<'py>(
         &mut self,
         py: Python<'py>,
         pod: &CompiledPod,
         profile: &Profile,
+        dra: Option<PyRef<'py, DraAllocator>>,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.pending_dra = dra.map(|d| d.inner.clone());
         let (rows, st) = py.detach(|| Snapshot::explain(self, pod, profile));
+        self.pending_dra = None;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let d = PyDict::new(py);
@@ -673,7 +681,7 @@ impl Snapshot {
     /// not started. The snapshot holds the same pods afterwards (a dry run that
     /// detached pods re-attaches them: their internal indices and `generation` move); the
     /// GIL is released.
-    #[pyo3(name = "preemption_dry_run")]
+    #[pyo3(name = "preemption_dry_run", signature = (pod, profile, potential, offset, num_candidates, pdbs, now, dra = None))]
     #[allow(clippy::too_many_arguments)]
     fn py_preemption_dry_run(
         &mut self,
@@ -685,12 +693,15 @@ impl Snapshot {
         num_candidates: usize,
         pdbs: Vec<PdbTuple<'_>>,
         now: f64,
+        dra: Option<PyRef<'_, DraAllocator>>,
     ) -> PyResult<PreemptionDryRun> {
         let slots = self.potential_slots(potential)?;
         let pdbs = self.compile_pdbs(pdbs);
+        self.pending_dra = dra.map(|d| d.inner.clone());
         let (run, st) = py.detach(|| {
             self.dry_run_preemption(pod, profile, &slots, offset, num_candidates, &pdbs, now)
         });
+        self.pending_dra = None;
         Ok(self.dry_run_result(run, &st))
     }
 

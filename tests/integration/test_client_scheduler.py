@@ -343,10 +343,11 @@ async def test_unschedulable_pod_gets_failed_scheduling_then_binds_when_a_node_i
     async with Running(str(kubeconfig), cfg):
         await cluster.create_pod(make_pod("big", cpu="2"))
         # Every node is unresolvable (cordoned, or 2 cpu > 1 allocatable), so
-        # DefaultPreemption adds upstream's sentence, double period included.
+        # DynamicResources and DefaultPreemption add upstream's sentences.
         want = (
             "0/4 nodes are available: 1 node(s) were unschedulable, 3 Insufficient cpu. "
-            "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
+            "no new claims to deallocate, preemption: 0/4 nodes are available: 4 Preemption is "
+            "not helpful for scheduling."
         )
         failed = await eventually(
             lambda: _events(cluster, "FailedScheduling", 1), what="FailedScheduling"

@@ -48,11 +48,20 @@ READ = {
     ("storage.k8s.io", "csidrivers"),
     ("storage.k8s.io", "csistoragecapacities"),
     ("storage.k8s.io", "volumeattachments"),
+    ("resource.k8s.io", "resourceslices"),
+    ("resource.k8s.io", "deviceclasses"),
+    ("resource.k8s.io", "resourceclaims"),
 }
 EXPECTED_CLUSTER = {(g, r, "", v) for g, r in READ for v in ("list", "watch")} | {
     ("", "pods", "", "delete"),
     ("", "persistentvolumes", "", "update"),
     ("", "persistentvolumeclaims", "", "update"),
+    ("resource.k8s.io", "resourceclaims", "", "get"),
+    ("resource.k8s.io", "resourceclaims", "", "update"),
+    ("resource.k8s.io", "resourceclaims/status", "", "update"),
+    ("resource.k8s.io", "resourceclaims/status", "", "patch"),
+    ("resource.k8s.io", "resourceclaims/binding", "", "update"),
+    ("resource.k8s.io", "resourceclaims/binding", "", "patch"),
     ("", "pods/binding", "", "create"),
     ("", "pods/status", "", "patch"),
     ("events.k8s.io", "events", "", "create"),
@@ -379,6 +388,50 @@ def test_ksched_runs_as_the_service_account(
         pod.pop("status")
         pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
         assert cp.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod)[0] == 201
+        # A pod with a ResourceClaim: DynamicResources writes the claim's finalizer,
+        # allocation and reservedFor with the ServiceAccount's grants.
+        resource = "/apis/resource.k8s.io/v1"
+        driver = f"{node}.example.com"
+        dra_objects = [
+            (
+                f"{resource}/deviceclasses",
+                {
+                    "metadata": {"name": node},
+                    "spec": {
+                        "selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]
+                    },
+                },
+            ),
+            (
+                f"{resource}/resourceslices",
+                {
+                    "metadata": {"name": node},
+                    "spec": {
+                        "driver": driver,
+                        "nodeName": node,
+                        "devices": [{"name": "gpu-0"}],
+                        "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                    },
+                },
+            ),
+            (
+                f"{resource}/namespaces/{namespace}/resourceclaims",
+                {
+                    "metadata": {"name": "gpu"},
+                    "spec": {
+                        "devices": {
+                            "requests": [{"name": "gpu", "exactly": {"deviceClassName": node}}]
+                        }
+                    },
+                },
+            ),
+        ]
+        for path, obj in dra_objects:
+            assert cp.request("POST", path, obj)[0] == 201
+        pod = make_pod("p-dra", namespace=namespace)
+        pod.pop("status")
+        pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu"}]
+        assert cp.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod)[0] == 201
         deadline = time.monotonic() + 30
         while True:
             status, body = cp.request("GET", f"/api/v1/namespaces/{namespace}/pods")
@@ -391,10 +444,13 @@ def test_ksched_runs_as_the_service_account(
             status, events = cp.request(
                 "GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
             )
-            if sum(e["reason"] == "Scheduled" for e in events["items"]) >= 4:
+            if sum(e["reason"] == "Scheduled" for e in events["items"]) >= 5:
                 break
             assert time.monotonic() < deadline, proc.text()
             time.sleep(0.1)
+        status, claim = cp.request("GET", f"{resource}/namespaces/{namespace}/resourceclaims/gpu")
+        assert claim["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
+        assert [r["name"] for r in claim["status"]["reservedFor"]] == ["p-dra"]
         status, lease = cp.request(
             "GET", f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/ksched"
         )
@@ -413,6 +469,8 @@ def test_ksched_runs_as_the_service_account(
         cp.request("DELETE", f"/api/v1/nodes/{node}")
         cp.request("DELETE", f"/api/v1/persistentvolumes/{node}")
         cp.request("DELETE", f"/apis/storage.k8s.io/v1/storageclasses/{node}")
+        cp.request("DELETE", f"/apis/resource.k8s.io/v1/resourceslices/{node}")
+        cp.request("DELETE", f"/apis/resource.k8s.io/v1/deviceclasses/{node}")
     status, lease = cp.request("GET", f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/ksched")
     assert lease["spec"]["holderIdentity"] == ""  # released with the Role's update
     log = proc.text()

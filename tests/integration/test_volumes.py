@@ -309,16 +309,11 @@ async def unschedulable_like_upstream(cluster: Cluster, name: str) -> str:
     )
     assert ours["reason"] == theirs["reason"] == "Unschedulable"
     mine, want = str(ours["message"]), str(theirs["message"])
-    # One difference that is not the volume plugins': upstream's DynamicResources
-    # PostFilter speaks first ("no new claims to deallocate, "), or fails with "not
-    # found" (replacing preemption's message) when an earlier PreFilter rejected the pod
-    # and it has no state; this build has no DynamicResources (issue 14). The diagnosis
-    # and preemption's part must match.
-    want = want.replace(". " + DRA_NO_CLAIMS, ". ")
-    if want.endswith(DRA_POST_FILTER):
-        assert mine.startswith(want.removesuffix(DRA_POST_FILTER) + ". preemption: ")
-    else:
-        assert mine == want
+    # Word for word, DynamicResources' PostFilter part included: "no new claims to
+    # deallocate, " before preemption's, or its "not found" error (which stops
+    # preemption) when a volume plugin's PreFilter rejected the pod before
+    # DynamicResources' PreFilter ran.
+    assert mine == want
     return mine
 
 
@@ -387,7 +382,11 @@ async def test_missing_claim_is_unschedulable_until_it_is_created(
     async with Running(str(kubeconfig), scheduler_config()):
         await twins(cluster, "db", "data")
         message = await unschedulable_like_upstream(cluster, "db")
-        assert 'persistentvolumeclaim "data" not found' in message
+        # VolumeBinding's PreFilter rejected the pod before DynamicResources' PreFilter
+        # ran: its PostFilter finds no state and fails, so preemption does not speak.
+        assert message == (
+            '0/2 nodes are available: persistentvolumeclaim "data" not found' + DRA_POST_FILTER
+        )
         # The PVC Add event moves the pod (VolumeBinding's queueing hint).
         await storage.pvc("data", sc)
         assert await eventually(lambda: node_of(cluster, "db"), what="db bound") == "n1"
@@ -403,7 +402,9 @@ async def test_unbound_immediate_claim_is_unschedulable_as_upstream(
     async with Running(str(kubeconfig), scheduler_config()):
         await twins(cluster, "db", "data")
         message = await unschedulable_like_upstream(cluster, "db")
-        assert "pod has unbound immediate PersistentVolumeClaims" in message
+        assert message.endswith(
+            "pod has unbound immediate PersistentVolumeClaims" + DRA_POST_FILTER
+        )
 
 
 async def test_read_write_once_pod_claim_admits_one_pod(
@@ -560,4 +561,4 @@ async def test_volume_binding_filter_reasons_are_upstreams(
     async with Running(str(kubeconfig), scheduler_config()):
         await twins(cluster, "db", "data")
         message = await unschedulable_like_upstream(cluster, "db")
-        assert message.startswith(f"0/2 nodes are available: {reason}. preemption: ")
+        assert message.startswith(f"0/2 nodes are available: {reason}. {DRA_NO_CLAIMS}preemption: ")

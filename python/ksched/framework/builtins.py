@@ -3,9 +3,10 @@
 Built-in Filter/Score plugins run in Rust; these three extension points have nothing
 to compute over nodes and live here, with upstream's names and messages.
 :func:`default_plugins` returns fresh instances for one framework (DefaultBinder is
-bound to its scheduler's API by ``setup``), with DefaultPreemption
-(:mod:`ksched.plugins.default_preemption`) at PostFilter as v1.36 enables it, and the
-Python halves of the volume plugins (their PreFilter lookups, Reserve and PreBind;
+bound to its scheduler's API by ``setup``), with DynamicResources
+(:mod:`ksched.plugins.dynamic_resources`) and DefaultPreemption
+(:mod:`ksched.plugins.default_preemption`) as v1.36 enables them, and the Python
+halves of the volume plugins (their PreFilter lookups, Reserve and PreBind;
 :func:`kernel_plugin_halves`).
 """
 
@@ -123,15 +124,21 @@ def default_plugins(
     ``filters`` the profile's Filter plugins, whose Python halves are included (None:
     every one, :func:`kernel_plugin_halves`).
     """
-    # Imported here: the plugin module builds on the framework package.
+    # Imported here: the plugin modules build on the framework package.
     from ksched.plugins.default_preemption import NAME as DEFAULT_PREEMPTION
     from ksched.plugins.default_preemption import DefaultPreemption
+    from ksched.plugins.dynamic_resources import NAME as DYNAMIC_RESOURCES
+    from ksched.plugins.dynamic_resources import DynamicResources
 
     plugins: list[Any] = [
         PrioritySort(),
         SchedulingGates(),
         *kernel_plugin_halves(filters, plugin_args),
     ]
+    # DynamicResources comes before DefaultPreemption (upstream applyDynamicResources):
+    # deallocating an idle claim is better than evicting a pod.
+    if post_filter is None or DYNAMIC_RESOURCES in post_filter:
+        plugins.append(DynamicResources.from_args((plugin_args or {}).get(DYNAMIC_RESOURCES)))
     if post_filter is None or DEFAULT_PREEMPTION in post_filter:
         args = (plugin_args or {}).get(DEFAULT_PREEMPTION)
         plugins.append(DefaultPreemption.from_args(args))

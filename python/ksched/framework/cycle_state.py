@@ -17,6 +17,7 @@ class CycleState:
         "_data",
         "parallel_pre_bind_plugins",
         "pre_filter_node_plugins",
+        "pre_filter_rejector",
         "record_plugin_metrics",
         "skip_filter_plugins",
         "skip_pre_bind_plugins",
@@ -33,6 +34,11 @@ class CycleState:
         self.skip_score_plugins: frozenset[str] = frozenset()
         #: Python PreFilter plugins that narrowed the attempt to some node names (sorted).
         self.pre_filter_node_plugins: tuple[str, ...] = ()
+        #: The plugin whose PreFilter stopped the PreFilter phase (UnschedulableAndUnresolvable,
+        #: or no node left), a Rust kernel's included; "" when none did. The PreFilters
+        #: after it did not run (upstream ``RunPreFilterPlugins`` returns there), which
+        #: DynamicResources' PostFilter needs to know.
+        self.pre_filter_rejector = ""
         #: PreBind plugins whose PreBindPreFlight returned Skip: their PreBind does not run.
         self.skip_pre_bind_plugins: frozenset[str] = frozenset()
         #: PreBind plugins that may run concurrently with their neighbours that may too.

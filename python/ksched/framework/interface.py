@@ -150,6 +150,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ASSIGNED_POD",
     "COMPILED_POD_KEY",
+    "CORE_FILTER_KEY",
     "NODE",
     "NOMINATING_KEY",
     "POD",
@@ -195,6 +196,10 @@ T = TypeVar("T")
 COMPILED_POD_KEY: Final = "ksched/compiled"
 #: CycleState key: the nomination PostFilter decided (see ``PostFilterResult``).
 NOMINATING_KEY: Final = "ksched/nominating"
+#: CycleState key: a filter a PreFilter plugin prepared for the Rust core to run on
+#: every node after the built-in filters (DynamicResources' allocator,
+#: :class:`ksched._core.DraAllocator`); its ``error`` fails the attempt.
+CORE_FILTER_KEY: Final = "ksched/core-filter"
 
 
 @dataclass(slots=True)

@@ -25,6 +25,7 @@ Rules carried over from upstream ``framework.go``:
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import logging
 import time
@@ -231,7 +232,9 @@ class _PostFilterFold:
         elif s.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
             self._outcome = (res, s.with_plugin(plugin))
         elif not s.is_rejected():
-            self._outcome = (None, _wrap("PostFilter", plugin, s))
+            # Upstream returns AsStatus(s.AsError()).WithPlugin(name): the plugin's own
+            # message, not wrapped as the other points' errors are.
+            self._outcome = (None, Status(Code.ERROR, s.message, plugin=plugin, error=s.error))
         else:
             if res is not None:
                 self.result = res
@@ -295,10 +298,7 @@ class Framework:
         #: Python PreFilter/Filter/PreScore/Score plugins run around the Rust call.
         self.python_placement = self.has_python_placement
         #: Reserve/Permit plugins that run for every pod (no ``applies_to``).
-        self._always_reserve = any(
-            getattr(p, "applies_to", None) is None
-            for p in (*self.points.reserve, *self.points.permit)
-        )
+        self._always_reserve = self._has_unconditional_reserve()
         # Series kept at hand for the per-pod hot path.
         self.ok_filter = self._success("Filter")
         self.ok_reserve = self._success("Reserve")
@@ -306,6 +306,46 @@ class Framework:
         self.ok_bind = self._success("Bind")
         self.scheduled_series = self.metrics.attempt_series("scheduled", self.name)
         self._attempts_key = ("scheduled", self.name)
+        #: Plugins with ``ignores_pod(pod)``: for a pod they all ignore, the cycle runs
+        #: :attr:`_without_ignoring` (the same plugins minus those, at every point but
+        #: PreEnqueue, QueueSort and PostFilter), e.g. DynamicResources for a pod that
+        #: names no ResourceClaim, so such pods keep the fast paths.
+        self._ignoring = [p for p in self.plugins if callable(getattr(p, "ignores_pod", None))]
+        self._without_ignoring: Framework | None = None
+        if self._ignoring:
+            view = copy.copy(self)
+            view._ignoring = []
+            gone = {id(p) for p in self._ignoring}
+            kept = {"pre_enqueue", "queue_sort", "post_filter"}
+            view.points = PluginSet(
+                **{
+                    point: [
+                        p for p in getattr(self.points, point) if point in kept or id(p) not in gone
+                    ]
+                    for point, _ in _EXTENSION_POINTS
+                }
+            )
+            view.python_placement = view.has_python_placement
+            view._always_reserve = view._has_unconditional_reserve()
+            self._without_ignoring = view
+
+    def _has_unconditional_reserve(self) -> bool:
+        """A Reserve or Permit plugin runs for every pod (it has no ``applies_to``)."""
+        return any(
+            getattr(p, "applies_to", None) is None
+            for p in (*self.points.reserve, *self.points.permit)
+        )
+
+    def for_pod(self, pod: Pod) -> Framework:
+        """The framework a scheduling cycle of ``pod`` runs: this one, or the view
+        without the plugins that ignore the pod (see ``_ignoring``)."""
+        view = self._without_ignoring
+        if view is None:
+            return self
+        for p in self._ignoring:
+            if not p.ignores_pod(pod):
+                return self
+        return view
 
     def _success(self, point: str) -> HistogramSeries:
         series = self._success_series.get(point)
@@ -452,6 +492,7 @@ class Framework:
                 s.plugin = p.name
                 if s.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                     result = s
+                    state.pre_filter_rejector = p.name
                     break
                 if s.code is Code.UNSCHEDULABLE:
                     result = s
@@ -469,6 +510,7 @@ class Framework:
                         else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
                     )
                     result = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, msg, plugin=p.name)
+                    state.pre_filter_rejector = p.name
                     break
         state.skip_filter_plugins = frozenset(skip)
         state.pre_filter_node_plugins = tuple(sorted(with_nodes))
@@ -491,7 +533,13 @@ class Framework:
             if s is not None and not s.is_success():
                 s.plugin = p.name
                 if not s.is_rejected():
-                    return _wrap("Filter", p.name, s)
+                    # Upstream RunFilterPlugins' wording differs from the other points.
+                    return Status(
+                        Code.ERROR,
+                        f'running "{p.name}" filter plugin: {s.message}',
+                        plugin=p.name,
+                        error=s.error,
+                    )
                 return s
         return None
 

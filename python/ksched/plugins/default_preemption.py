@@ -77,7 +77,13 @@ from ksched.cluster import APIError, Conflict, NotFound
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.diagnosis import RawNodeStatus, fit_error_message
 from ksched.framework.extender import Extender, ExtenderError, ExtenderVictims
-from ksched.framework.interface import COMPILED_POD_KEY, Handle, NodePod, PostFilterResult
+from ksched.framework.interface import (
+    COMPILED_POD_KEY,
+    CORE_FILTER_KEY,
+    Handle,
+    NodePod,
+    PostFilterResult,
+)
 from ksched.framework.status import Code, Status
 
 log = logging.getLogger(__name__)
@@ -600,7 +606,14 @@ class DefaultPreemption:
             )
             return self._dry_run_in_python(a, names, offset, wanted)
         run = a.snapshot.preemption_dry_run(
-            a.compiled, a.kernels, potential, offset, wanted, a.pdb_tuples, a.now
+            a.compiled,
+            a.kernels,
+            potential,
+            offset,
+            wanted,
+            a.pdb_tuples,
+            a.now,
+            dra=a.state.get(CORE_FILTER_KEY),
         )
         rejected: list[RawNodeStatus] = list(run.statuses)
         return run, rejected, run.errors

@@ -82,7 +82,8 @@ async def test_unschedulable_pod_is_reported_then_scheduled_when_a_node_arrives(
         # cordoned node and the too-small ones are UnschedulableAndUnresolvable.
         want = (
             "0/4 nodes are available: 1 node(s) were unschedulable, 3 Insufficient cpu. "
-            "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
+            "no new claims to deallocate, preemption: 0/4 nodes are available: 4 Preemption is "
+            "not helpful for scheduling."
         )
         assert failed["note"] == want
         await wait_for(

@@ -96,7 +96,11 @@ async def test_a_claim_created_later_wakes_exactly_the_pod_that_needs_it() -> No
 
 
 def test_a_kind_asked_for_after_the_scheduler_is_built_is_refused() -> None:
-    sched = Scheduler(InMemoryCluster(), {PROFILE: default_profile()})
+    # Without DynamicResources no plugin of the profile reads DeviceClasses.
+    plugins = tuple(default_plugins(post_filter=("DefaultPreemption",)))
+    profile = dataclasses.replace(default_profile(), plugins=plugins)
+    sched = Scheduler(InMemoryCluster(), {PROFILE: profile})
+    assert "deviceclasses" not in sched.shared_informers
     with pytest.raises(RuntimeError, match="setup"):
         sched.handle.informer("deviceclasses")
 

@@ -343,8 +343,9 @@ async def test_python_filter_rejecting_every_node_reports_its_reason():
         c.create("pods", make_pod("p"))
         await wait_for(lambda: condition(c, "p") is not None)
         assert failed_notes(c) == [
-            "0/2 nodes are available: 2 node(s) were not the chosen one. preemption: 0/2 nodes "
-            "are available: 2 No preemption victims found for incoming pod."
+            "0/2 nodes are available: 2 node(s) were not the chosen one. no new claims to "
+            "deallocate, preemption: 0/2 nodes are available: 2 No preemption victims found "
+            "for incoming pod."
         ]
         info = next(iter(sched.queue._unschedulable.values()))
         assert info.unschedulable_plugins == {"OnlyNode"}
@@ -360,7 +361,8 @@ async def test_the_diagnosis_keeps_rust_rejections_when_python_filters_reject_th
         await wait_for(lambda: condition(c, "p") is not None)
         assert failed_notes(c) == [
             "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) were not the chosen one. "
-            "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+            "no new claims to deallocate, preemption: 0/3 nodes are available: 1 Preemption is "
+            "not helpful for scheduling, "
             "2 No preemption victims found for incoming pod."
         ]
 
@@ -386,8 +388,8 @@ async def test_nodes_outside_a_python_pre_filter_result_are_unresolvable_when_no
         # Only n1 counts for the filters; n2 and n3 are not candidates for preemption.
         assert failed_notes(c) == [
             "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) "
-            "[OnlyNames]. preemption: 0/3 nodes are available: 3 Preemption is not helpful "
-            "for scheduling."
+            "[OnlyNames]. no new claims to deallocate, preemption: 0/3 nodes are available: 3 "
+            "Preemption is not helpful for scheduling."
         ]
 
 

@@ -324,10 +324,27 @@ def test_go_duration(seconds: float, text: str):
 
 def test_default_framework_has_python_side_defaults():
     fw = Framework(default_profile())
-    assert [p.name for p in fw.points.pre_enqueue] == ["SchedulingGates", "DefaultPreemption"]
-    assert [p.name for p in fw.points.post_filter] == ["DefaultPreemption"]
+    assert [p.name for p in fw.points.pre_enqueue] == [
+        "SchedulingGates",
+        "DynamicResources",
+        "DefaultPreemption",
+    ]
+    assert [p.name for p in fw.points.post_filter] == ["DynamicResources", "DefaultPreemption"]
     assert [p.name for p in fw.points.bind] == ["DefaultBinder"]
     assert [p.name for p in fw.points.queue_sort] == ["PrioritySort"]
-    assert not fw.python_placement
+    # DynamicResources runs in Python, but only for pods that name ResourceClaims.
+    assert fw.python_placement
+    pod = parsed_pod("plain")
+    plain = fw.for_pod(pod)
+    assert not plain.python_placement
+    # VolumeBinding's Reserve is there, for pods with claims only; DynamicResources' is gone.
+    assert [p.name for p in plain.points.reserve] == ["VolumeBinding"]
+    assert not plain.needs_reserve_or_permit(pod) and not plain.needs_kernel_pre_filter(pod)
+    assert fw.needs_reserve_or_permit(pod)  # DynamicResources' Reserve has no applies_to
+    assert [p.name for p in plain.points.post_filter] == ["DynamicResources", "DefaultPreemption"]
+    claims = {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]}
+    with_claim = parsed_pod("with-claim")
+    with_claim.raw["spec"].update(claims)
+    assert fw.for_pod(with_claim) is fw
     names = {name for name, _ in fw.enqueue_registrations()}
     assert {"NodeResourcesFit", "NodeUnschedulable", "NodeName", "SchedulingGates"} <= names

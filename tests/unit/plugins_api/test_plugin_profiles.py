@@ -132,7 +132,9 @@ def test_out_of_tree_plugin_gets_args_weight_and_only_its_enabled_points() -> No
     assert zone.points == {"filter"}
     assert hasattr(zone, "filter") and not hasattr(zone, "score")
     fw = Framework(prof)
-    assert fw.points.filter == [zone] and fw.points.score == []
+    # DynamicResources (v1.36's default set) scores in Python (its Filter is in the core).
+    assert [p.name for p in fw.points.filter] == ["Zone"]
+    assert [p.name for p in fw.points.score] == ["DynamicResources"]
 
 
 def test_score_weight_comes_from_the_profile() -> None:
@@ -148,7 +150,7 @@ def test_score_weight_comes_from_the_profile() -> None:
         """
     )["default-scheduler"]
     fw = Framework(prof)
-    assert fw.score_weights == {"Zone": 9}
+    assert fw.score_weights == {"DynamicResources": 2, "Zone": 9}
 
 
 def test_custom_binder_replaces_default_binder() -> None:

@@ -1,0 +1,635 @@
+//! CEL device selectors with the Kubernetes DRA environment, on the `cel` crate
+//! (`k8s.io/dynamic-resource-allocation/cel` upstream).
+//!
+//! The environment has the one variable upstream declares, `device`, with `driver`,
+//! `allowMultipleAllocations` (DRAConsumableCapacity, on by default in v1.36),
+//! `attributes` and `capacity`. `attributes` and `capacity` are maps from a domain to a
+//! map of identifiers; looking up a domain the device has nothing in yields an empty
+//! map (upstream's `mapper` with a default), so `device.attributes["x.example.com"].foo`
+//! fails with "no such key" rather than "no such domain", and `has(...)` works at both
+//! levels. An attribute name without a domain is filed under the device's driver.
+//! Values are `int`, `bool`, `string`, semantic versions (Kubernetes' `semver` type)
+//! and, for capacities, Kubernetes' `Quantity` type, with the functions of the
+//! apiserver's CEL libraries for both (`quantity()`, `isQuantity()`, `compareTo`,
+//! `isGreaterThan`, `isLessThan`, `add`, `sub`, `sign`, `isInteger`, `asInteger`,
+//! `asApproximateFloat`; `semver()`, `isSemver()`, `major`, `minor`, `patch`,
+//! `compareTo`, `isGreaterThan`, `isLessThan`) and `cel.bind` (cel-go's
+//! `ext.Bindings`), besides the standard library and the strings, lists and math
+//! extensions.
+//!
+//! Each expression is compiled once and kept in a [`CelCache`] shared by every
+//! allocation (upstream keeps an LRU of 10; keeping every distinct expression costs
+//! little, there are few and they are short). A compile error is kept with the
+//! expression and reported by the allocator the way upstream reports it
+//! ("CEL compile error: compilation failed: ...").
+//!
+//! Differences from cel-go that a user can meet: the `cel` crate has no type checker,
+//! so an expression that cel-go rejects when compiling (an undeclared variable, a
+//! result that is statically not a bool, a function on the wrong type) fails here when
+//! it is first evaluated, with the crate's wording; and the crate does not meter
+//! evaluation cost, so upstream's runtime limit (`CELSelectorExpressionMaxCost`,
+//! 1,000,000) is not enforced. The estimated-cost check that the apiserver applies when
+//! a ResourceClaim or DeviceClass is created is unaffected: objects the apiserver
+//! accepted are what the scheduler sees.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use cel::common::ast::{ComprehensionExpr, Expr, ListExpr};
+use cel::common::traits::{Container, Indexer};
+use cel::common::types::{
+    CelBool, CelDouble, CelInt, CelMap, CelMapKey, CelString, Type, MAP_TYPE,
+};
+use cel::common::value::{CowVal, StaticVal, Val};
+use cel::parser::Macro;
+use cel::{extensions, Context, Env, ExecutionError, Program, Value};
+
+use super::api::{Device, DeviceAttribute};
+use super::quantity::Quantity;
+
+// ---- Kubernetes' Quantity and semver types ------------------------------------------------
+
+static QUANTITY_TYPE: Type = Type::new_unspecified_type("kubernetes.Quantity");
+static SEMVER_TYPE: Type = Type::new_unspecified_type("kubernetes.Semver");
+
+#[derive(Debug, Clone)]
+pub struct CelQuantity(pub Quantity);
+
+impl Val for CelQuantity {
+    fn get_type(&self) -> &Type {
+        &QUANTITY_TYPE
+    }
+    fn cel_type() -> &'static Type {
+        &QUANTITY_TYPE
+    }
+    fn equals(&self, other: &dyn Val) -> bool {
+        other
+            .downcast_ref::<CelQuantity>()
+            .is_some_and(|o| o.0 == self.0)
+    }
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+impl StaticVal for CelQuantity {}
+
+#[derive(Debug, Clone)]
+pub struct CelSemver(pub semver::Version);
+
+impl Val for CelSemver {
+    fn get_type(&self) -> &Type {
+        &SEMVER_TYPE
+    }
+    fn cel_type() -> &'static Type {
+        &SEMVER_TYPE
+    }
+    fn equals(&self, other: &dyn Val) -> bool {
+        other
+            .downcast_ref::<CelSemver>()
+            .is_some_and(|o| o.0.cmp_precedence(&self.0) == Ordering::Equal)
+    }
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+impl StaticVal for CelSemver {}
+
+fn ord_int(o: Ordering) -> CelInt {
+    CelInt::from(match o {
+        Ordering::Less => -1,
+        Ordering::Equal => 0,
+        Ordering::Greater => 1,
+    })
+}
+
+fn parse_quantity(s: &CelString<'_>) -> Result<CelQuantity, ExecutionError> {
+    Quantity::parse(s.inner())
+        .map(CelQuantity)
+        .map_err(|e| ExecutionError::function_error("quantity", e))
+}
+fn is_quantity(s: &CelString<'_>) -> CelBool {
+    CelBool::from(Quantity::parse(s.inner()).is_ok())
+}
+fn q_sign(q: &CelQuantity) -> CelInt {
+    ord_int(q.0.nanos.cmp(&0))
+}
+fn q_is_greater_than(a: &CelQuantity, b: &CelQuantity) -> CelBool {
+    CelBool::from(a.0 > b.0)
+}
+fn q_is_less_than(a: &CelQuantity, b: &CelQuantity) -> CelBool {
+    CelBool::from(a.0 < b.0)
+}
+fn q_compare_to(a: &CelQuantity, b: &CelQuantity) -> CelInt {
+    ord_int(a.0.cmp(&b.0))
+}
+fn q_add(a: &CelQuantity, b: &CelQuantity) -> CelQuantity {
+    CelQuantity(a.0.add(&b.0))
+}
+fn q_add_int(a: &CelQuantity, b: &CelInt) -> CelQuantity {
+    CelQuantity(Quantity::from_nanos(
+        a.0.nanos + i128::from(i64::from(*b)) * 1_000_000_000,
+    ))
+}
+fn q_sub(a: &CelQuantity, b: &CelQuantity) -> CelQuantity {
+    CelQuantity(a.0.sub(&b.0))
+}
+fn q_sub_int(a: &CelQuantity, b: &CelInt) -> CelQuantity {
+    CelQuantity(Quantity::from_nanos(
+        a.0.nanos - i128::from(i64::from(*b)) * 1_000_000_000,
+    ))
+}
+fn q_is_integer(q: &CelQuantity) -> CelBool {
+    CelBool::from(q.0.is_integer() && i64::try_from(q.0.nanos / 1_000_000_000).is_ok())
+}
+fn q_as_integer(q: &CelQuantity) -> Result<CelInt, ExecutionError> {
+    if !q.0.is_integer() {
+        return Err(ExecutionError::function_error(
+            "asInteger",
+            "cannot convert value to integer",
+        ));
+    }
+    i64::try_from(q.0.nanos / 1_000_000_000)
+        .map(CelInt::from)
+        .map_err(|_| ExecutionError::function_error("asInteger", "cannot convert value to integer"))
+}
+fn q_as_approximate_float(q: &CelQuantity) -> CelDouble {
+    CelDouble::from(q.0.nanos as f64 / 1e9)
+}
+
+fn parse_semver_text(text: &str) -> Result<semver::Version, String> {
+    semver::Version::parse(text).map_err(|e| e.to_string())
+}
+fn make_semver(s: &CelString<'_>) -> Result<CelSemver, ExecutionError> {
+    parse_semver_text(s.inner())
+        .map(CelSemver)
+        .map_err(|e| ExecutionError::function_error("semver", e))
+}
+fn is_semver(s: &CelString<'_>) -> CelBool {
+    CelBool::from(parse_semver_text(s.inner()).is_ok())
+}
+fn s_major(v: &CelSemver) -> CelInt {
+    CelInt::from(v.0.major as i64)
+}
+fn s_minor(v: &CelSemver) -> CelInt {
+    CelInt::from(v.0.minor as i64)
+}
+fn s_patch(v: &CelSemver) -> CelInt {
+    CelInt::from(v.0.patch as i64)
+}
+fn s_is_greater_than(a: &CelSemver, b: &CelSemver) -> CelBool {
+    CelBool::from(a.0.cmp_precedence(&b.0) == Ordering::Greater)
+}
+fn s_is_less_than(a: &CelSemver, b: &CelSemver) -> CelBool {
+    CelBool::from(a.0.cmp_precedence(&b.0) == Ordering::Less)
+}
+fn s_compare_to(a: &CelSemver, b: &CelSemver) -> CelInt {
+    ord_int(a.0.cmp_precedence(&b.0))
+}
+
+fn kubernetes_library(env: &mut Env) -> Result<(), cel::DeclarationError> {
+    cel::add_overload!(env, fn parse_quantity: (CelString) -> Result<CelQuantity>, name = "quantity")?;
+    cel::add_overload!(env, fn is_quantity: (CelString) -> CelBool, name = "isQuantity")?;
+    cel::add_member_overload!(env, fn q_sign: (CelQuantity) -> CelInt, name = "sign")?;
+    cel::add_member_overload!(env, fn q_is_greater_than: (CelQuantity, CelQuantity) -> CelBool, name = "isGreaterThan")?;
+    cel::add_member_overload!(env, fn q_is_less_than: (CelQuantity, CelQuantity) -> CelBool, name = "isLessThan")?;
+    cel::add_member_overload!(env, fn q_compare_to: (CelQuantity, CelQuantity) -> CelInt, name = "compareTo")?;
+    cel::add_member_overload!(env, fn q_add: (CelQuantity, CelQuantity) -> CelQuantity, name = "add")?;
+    cel::add_member_overload!(env, fn q_add_int: (CelQuantity, CelInt) -> CelQuantity, name = "add")?;
+    cel::add_member_overload!(env, fn q_sub: (CelQuantity, CelQuantity) -> CelQuantity, name = "sub")?;
+    cel::add_member_overload!(env, fn q_sub_int: (CelQuantity, CelInt) -> CelQuantity, name = "sub")?;
+    cel::add_member_overload!(env, fn q_is_integer: (CelQuantity) -> CelBool, name = "isInteger")?;
+    cel::add_member_overload!(env, fn q_as_integer: (CelQuantity) -> Result<CelInt>, name = "asInteger")?;
+    cel::add_member_overload!(env, fn q_as_approximate_float: (CelQuantity) -> CelDouble, name = "asApproximateFloat")?;
+    cel::add_overload!(env, fn make_semver: (CelString) -> Result<CelSemver>, name = "semver")?;
+    cel::add_overload!(env, fn is_semver: (CelString) -> CelBool, name = "isSemver")?;
+    cel::add_member_overload!(env, fn s_major: (CelSemver) -> CelInt, name = "major")?;
+    cel::add_member_overload!(env, fn s_minor: (CelSemver) -> CelInt, name = "minor")?;
+    cel::add_member_overload!(env, fn s_patch: (CelSemver) -> CelInt, name = "patch")?;
+    cel::add_member_overload!(env, fn s_is_greater_than: (CelSemver, CelSemver) -> CelBool, name = "isGreaterThan")?;
+    cel::add_member_overload!(env, fn s_is_less_than: (CelSemver, CelSemver) -> CelBool, name = "isLessThan")?;
+    cel::add_member_overload!(env, fn s_compare_to: (CelSemver, CelSemver) -> CelInt, name = "compareTo")?;
+    // cel.bind(name, init, expr): cel-go's ext.Bindings, a comprehension over nothing
+    // whose accumulator is the bound name.
+    env.add_macro(Macro::receiver("bind", 3, |helper, target, args| {
+        if !matches!(target.as_ref().map(|t| &t.expr), Some(Expr::Ident(ns)) if ns == "cel") {
+            return Ok(None);
+        }
+        let result = args.pop().expect("three arguments");
+        let init = args.pop().expect("three arguments");
+        let var = args.pop().expect("three arguments");
+        let name = match var.expr {
+            Expr::Ident(name) => name,
+            _ => {
+                return Err(helper.new_error(
+                    var.id,
+                    "cel.bind() variable names must be simple identifiers",
+                ))
+            }
+        };
+        let empty = helper.next_expr(Expr::List(ListExpr {
+            elements: Vec::new(),
+            optional_indices: Vec::new(),
+        }));
+        let cond = helper.next_expr(Expr::Literal(cel::common::ast::LiteralValue::Boolean(
+            false.into(),
+        )));
+        let step = helper.next_expr(Expr::Ident(name.clone()));
+        Ok(Some(helper.next_expr(Expr::Comprehension(Box::new(
+            ComprehensionExpr {
+                iter_range: empty,
+                iter_var: "#unused".to_string(),
+                iter_var2: None,
+                accu_var: name,
+                accu_init: init,
+                loop_cond: cond,
+                loop_step: step,
+                result,
+            },
+        )))))
+    }))?;
+    Ok(())
+}
+
+fn build_env() -> Env {
+    let mut env = Env::stdlib();
+    env.add_extension(extensions::strings)
+        .expect("the strings extension registers once");
+    env.add_extension(extensions::lists)
+        .expect("the lists extension registers once");
+    env.add_extension(extensions::math)
+        .expect("the math extension registers once");
+    env.add_type(QUANTITY_TYPE.to_owned())
+        .expect("kubernetes.Quantity registers once");
+    env.add_type(SEMVER_TYPE.to_owned())
+        .expect("kubernetes.Semver registers once");
+    env.add_extension(kubernetes_library)
+        .expect("the Kubernetes library registers once");
+    env.set_error_on_duplicate_map_keys(false);
+    env
+}
+
+// ---- the device variable ----------------------------------------------------------------
+
+/// `device.attributes` / `device.capacity`: domain → identifier map, with an empty map
+/// for a domain the device has nothing in.
+#[derive(Debug, Clone, Default)]
+struct DomainMap {
+    domains: HashMap<String, CelMap<'static>>,
+    empty: CelMap<'static>,
+}
+
+impl Val for DomainMap {
+    fn get_type(&self) -> &Type {
+        &MAP_TYPE
+    }
+    fn cel_type() -> &'static Type {
+        &MAP_TYPE
+    }
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
+        Box::new(self.clone())
+    }
+    fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
+    where
+        Self: 'v,
+    {
+        Some(self)
+    }
+    fn into_indexer<'v>(self: Box<Self>) -> Option<Box<dyn Indexer + 'v>>
+    where
+        Self: 'v,
+    {
+        Some(self)
+    }
+    fn as_container(&self) -> Option<&dyn Container> {
+        Some(self)
+    }
+}
+
+impl DomainMap {
+    fn lookup(&self, idx: &dyn Val) -> Result<&CelMap<'static>, ExecutionError> {
+        match idx.downcast_ref::<CelString>() {
+            Some(s) => Ok(self.domains.get(s.inner()).unwrap_or(&self.empty)),
+            None => Err(ExecutionError::UnexpectedType {
+                got: idx.get_type().name().to_owned(),
+                want: "string".to_owned(),
+            }),
+        }
+    }
+}
+
+impl Indexer for DomainMap {
+    fn get<'b, 'v>(&'b self, idx: &dyn Val) -> Result<CowVal<'b, 'v>, ExecutionError>
+    where
+        Self: 'v,
+    {
+        self.lookup(idx)
+            .map(|m| CowVal::Borrowed(m as &(dyn Val + 'v)))
+    }
+    fn steal<'v>(self: Box<Self>, idx: &dyn Val) -> Result<Box<dyn Val + 'v>, ExecutionError>
+    where
+        Self: 'v,
+    {
+        self.lookup(idx).map(|m| m.clone_as_boxed())
+    }
+}
+
+impl Container for DomainMap {
+    fn contains(&self, value: &dyn Val) -> Result<bool, ExecutionError> {
+        Ok(value
+            .downcast_ref::<CelString>()
+            .is_some_and(|s| self.domains.contains_key(s.inner())))
+    }
+}
+
+/// Upstream `parseQualifiedName`: `domain/id`, or the driver's domain.
+fn split_name<'a>(name: &'a str, driver: &'a str) -> (&'a str, &'a str) {
+    match name.find('/') {
+        Some(i) => (&name[..i], &name[i + 1..]),
+        None => (driver, name),
+    }
+}
+
+fn attribute_value(attr: &DeviceAttribute) -> Result<Box<dyn Val + 'static>, String> {
+    if let Some(i) = attr.int {
+        return Ok(Box::new(CelInt::from(i)));
+    }
+    if let Some(b) = attr.bool {
+        return Ok(Box::new(CelBool::from(b)));
+    }
+    if let Some(s) = &attr.string {
+        return Ok(Box::new(CelString::from(s.clone())));
+    }
+    if let Some(v) = &attr.version {
+        return parse_semver_text(v)
+            .map(|v| Box::new(CelSemver(v)) as Box<dyn Val>)
+            .map_err(|e| format!("parse semantic version: {e}"));
+    }
+    Err("unsupported attribute value".to_string())
+}
+
+/// The `device` variable for one device of `driver`; errors are upstream's
+/// ("attribute X: unsupported attribute value").
+pub fn device_variable(driver: &str, device: &Device) -> Result<CelMap<'static>, String> {
+    let mut attributes: HashMap<String, HashMap<CelMapKey<'static>, Box<dyn Val>>> = HashMap::new();
+    for (name, attr) in &device.attributes {
+        let value = attribute_value(attr).map_err(|e| format!("attribute {name}: {e}"))?;
+        let (domain, id) = split_name(name, driver);
+        attributes
+            .entry(domain.to_string())
+            .or_default()
+            .insert(CelMapKey::from(id.to_string()), value);
+    }
+    let mut capacity: HashMap<String, HashMap<CelMapKey<'static>, Box<dyn Val>>> = HashMap::new();
+    for (name, cap) in &device.capacity {
+        let (domain, id) = split_name(name, driver);
+        capacity.entry(domain.to_string()).or_default().insert(
+            CelMapKey::from(id.to_string()),
+            Box::new(CelQuantity(cap.value.clone())),
+        );
+    }
+    let domains = |m: HashMap<String, HashMap<CelMapKey<'static>, Box<dyn Val>>>| DomainMap {
+        domains: m.into_iter().map(|(k, v)| (k, CelMap::from(v))).collect(),
+        empty: CelMap::default(),
+    };
+    let mut fields: HashMap<CelMapKey<'static>, Box<dyn Val>> = HashMap::new();
+    fields.insert(
+        CelMapKey::from("driver".to_string()),
+        Box::new(CelString::from(driver.to_string())),
+    );
+    fields.insert(
+        CelMapKey::from("allowMultipleAllocations".to_string()),
+        Box::new(CelBool::from(
+            device.allow_multiple_allocations.unwrap_or(false),
+        )),
+    );
+    fields.insert(
+        CelMapKey::from("attributes".to_string()),
+        Box::new(domains(attributes)),
+    );
+    fields.insert(
+        CelMapKey::from("capacity".to_string()),
+        Box::new(domains(capacity)),
+    );
+    Ok(CelMap::from(fields))
+}
+
+// ---- compiled expressions -------------------------------------------------------------------
+
+/// One compiled selector, or why it did not compile.
+pub struct Compiled {
+    program: Result<Program, String>,
+    /// Unique per expression (keys the results cache).
+    pub id: usize,
+}
+
+impl Compiled {
+    /// The compile error, as upstream's `CompilationResult.Error` prints.
+    pub fn error(&self) -> Option<&str> {
+        self.program.as_ref().err().map(String::as_str)
+    }
+
+    /// Whether the selector accepts the device; the error is upstream's runtime error
+    /// text (without the "CEL runtime error" prefix the allocator adds).
+    pub fn matches(&self, env: &Arc<Env>, device: &CelMap<'static>) -> Result<bool, String> {
+        let program = match &self.program {
+            Ok(p) => p,
+            Err(e) => return Err(e.clone()),
+        };
+        let mut ctx = Context::with_env(env.clone());
+        ctx.add_variable_as_val("device", device.clone_as_boxed());
+        match program.execute(&ctx) {
+            Ok(Value::Bool(b)) => Ok(b),
+            Ok(other) => Err(format!(
+                "CEL result of type {} could not be converted to bool",
+                value_type_name(&other)
+            )),
+            Err(e) => Err(runtime_error_text(&e)),
+        }
+    }
+}
+
+/// cel-go's wording of the runtime errors a device selector meets (the crate words
+/// them its own way): a missing attribute is "no such key: <id>".
+fn runtime_error_text(e: &ExecutionError) -> String {
+    match e {
+        ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
+        ExecutionError::UndeclaredReference(name) => {
+            format!("undeclared reference to '{name}' (in container '')")
+        }
+        ExecutionError::NoSuchOverload(_) => "no such overload".to_string(),
+        ExecutionError::DivisionByZero(_) => "division by zero".to_string(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".to_string(),
+        ExecutionError::FunctionError { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn value_type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Int(_) => "int",
+        Value::UInt(_) => "uint",
+        Value::Float(_) => "double",
+        Value::String(_) => "string",
+        Value::Bytes(_) => "bytes",
+        Value::List(_) => "list",
+        Value::Map(_) => "map",
+        Value::Null => "null_type",
+        _ => "unknown",
+    }
+}
+
+/// Compiled selectors by expression, shared by all allocations, and their results:
+/// a selector's verdict on a device depends on nothing else, so it is computed once per
+/// device (decoded slice object) and expression, not once per node and pod.
+pub struct CelCache {
+    pub env: Arc<Env>,
+    compiled: Mutex<HashMap<String, Arc<Compiled>>>,
+    results: Mutex<HashMap<(u64, usize, usize), bool>>,
+}
+
+/// Entries kept before the results cache starts over (slices that were replaced leave
+/// entries behind).
+const MAX_RESULTS: usize = 1 << 20;
+
+impl Default for CelCache {
+    fn default() -> Self {
+        CelCache {
+            env: Arc::new(build_env()),
+            compiled: Mutex::new(HashMap::new()),
+            results: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl CelCache {
+    pub fn get_or_compile(&self, expression: &str) -> Arc<Compiled> {
+        if let Some(c) = self
+            .compiled
+            .lock()
+            .expect("CEL cache lock")
+            .get(expression)
+        {
+            return c.clone();
+        }
+        let program = self
+            .env
+            .compile(expression)
+            .map_err(|e| format!("compilation failed: {e}"));
+        let mut compiled = self.compiled.lock().expect("CEL cache lock");
+        let c = Arc::new(Compiled {
+            program,
+            id: compiled.len(),
+        });
+        compiled
+            .entry(expression.to_string())
+            .or_insert_with(|| c.clone())
+            .clone()
+    }
+
+    /// The cached verdict of expression `expr` on device `device` of slice `slice`.
+    pub fn cached(&self, slice: u64, device: usize, expr: usize) -> Option<bool> {
+        self.results
+            .lock()
+            .expect("CEL results lock")
+            .get(&(slice, device, expr))
+            .copied()
+    }
+
+    pub fn remember(&self, slice: u64, device: usize, expr: usize, verdict: bool) {
+        let mut r = self.results.lock().expect("CEL results lock");
+        if r.len() >= MAX_RESULTS {
+            r.clear();
+        }
+        r.insert((slice, device, expr), verdict);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::dynamic_resources::api::DeviceCapacity;
+
+    fn device() -> Device {
+        let mut d = Device {
+            name: "gpu-0".into(),
+            ..Device::default()
+        };
+        d.attributes.insert(
+            "model".into(),
+            DeviceAttribute {
+                string: Some("a100".into()),
+                ..Default::default()
+            },
+        );
+        d.attributes.insert(
+            "driverVersion".into(),
+            DeviceAttribute {
+                version: Some("1.2.3".into()),
+                ..Default::default()
+            },
+        );
+        d.attributes.insert(
+            "other.example.com/numa".into(),
+            DeviceAttribute {
+                int: Some(1),
+                ..Default::default()
+            },
+        );
+        d.capacity.insert(
+            "memory".into(),
+            DeviceCapacity {
+                value: Quantity::parse("40Gi").unwrap(),
+                request_policy: None,
+            },
+        );
+        d
+    }
+
+    #[test]
+    fn selectors_see_the_device() {
+        let cache = CelCache::default();
+        let dev = device_variable("gpu.example.com", &device()).unwrap();
+        let cases = [
+            ("device.driver == 'gpu.example.com'", Ok(true)),
+            (
+                "device.attributes['gpu.example.com'].model == 'a100'",
+                Ok(true),
+            ),
+            ("device.attributes['other.example.com'].numa == 1", Ok(true)),
+            (
+                "device.capacity['gpu.example.com'].memory.compareTo(quantity('32Gi')) >= 0",
+                Ok(true),
+            ),
+            (
+                "device.capacity['gpu.example.com'].memory.isGreaterThan(quantity('64Gi'))",
+                Ok(false),
+            ),
+            (
+                "device.attributes['gpu.example.com'].driverVersion.isGreaterThan(semver('1.0.0'))",
+                Ok(true),
+            ),
+            ("has(device.attributes['none.example.com'].x)", Ok(false)),
+            ("'gpu.example.com' in device.attributes", Ok(true)),
+            (
+                "cel.bind(dra, device.attributes['gpu.example.com'], dra.model == 'a100')",
+                Ok(true),
+            ),
+            ("device.allowMultipleAllocations", Ok(false)),
+        ];
+        for (expr, want) in cases {
+            let c = cache.get_or_compile(expr);
+            assert_eq!(c.error(), None, "{expr}");
+            assert_eq!(c.matches(&cache.env, &dev), want, "{expr}");
+        }
+        let missing = cache.get_or_compile("device.attributes['none.example.com'].x == 1");
+        assert!(missing.matches(&cache.env, &dev).unwrap_err().contains("x"));
+        assert!(cache.get_or_compile("device.driver ==").error().is_some());
+    }
+}
