@@ -167,7 +167,10 @@ def test_a_second_signal_exits_at_once(
 ) -> None:
     cfg = write_config(tmp_path / "cfg.yaml", control_plane.kubeconfig, qps=1, burst=1)
     proc = ksched("--config", str(cfg), "--leader-elect=false", "-v", "2")
-    proc.wait_for_log("caches synced")
+    # At one request per second the informers' initial lists alone take a second per
+    # watched kind (about twenty with the volume and DynamicResources plugins), more
+    # on a loaded machine.
+    proc.wait_for_log("caches synced", timeout=120)
     create_pods(control_plane, namespace, [f"p{i:02d}" for i in range(20)])
     wait_until(lambda: len(bound(control_plane, namespace)) >= 1, proc, what="first binding")
     proc.signal(signal.SIGTERM)
