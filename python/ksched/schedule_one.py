@@ -992,7 +992,31 @@ def record_failure(
         except (APIError, OSError) as exc:
             log.warning("could not update the PodScheduled condition of %s: %s", pod.key, exc)
 
-    sched.background(_patch())
+    _track_status_patch(sched, pod.key, sched.background(_patch()))
+
+
+def _track_status_patch(sched: Scheduler, key: str, task: asyncio.Task[None]) -> None:
+    """Remember ``task`` as the pod's status patch in flight until it ends."""
+    tasks = sched.pod_status_tasks
+    tasks[key] = task
+
+    def _done(t: asyncio.Task[None]) -> None:
+        if tasks.get(key) is t:
+            del tasks[key]
+
+    task.add_done_callback(_done)
+
+
+async def _status_patch_settled(sched: Scheduler, key: str) -> None:
+    """Wait for the status patch of the pod's failed attempt, if one is in flight.
+    Upstream's failure handler patches the status synchronously (the
+    SchedulerAsyncAPICalls gate is off in v1.36), before the pod can be tried again, so
+    a later binding never overtakes it: the nomination a preemption set shows in the
+    pod's history before its binding (the apiserver refuses nominatedNodeName on a
+    bound pod)."""
+    task = sched.pod_status_tasks.get(key)
+    if task is not None and not task.done():
+        await asyncio.wait({task})
 
 
 # ---- the binding cycle ---------------------------------------------------------------------
@@ -1060,6 +1084,7 @@ class Binder:
     ) -> None:
         sched = self._sched
         pod = info.pod
+        await _status_patch_settled(sched, pod.key)
         pre_flight: Status | None = Status(Code.SKIP)
         if fw.points.pre_bind:
             pre_flight = fw.run_pre_bind_pre_flights(state, pod, node)

@@ -246,6 +246,9 @@ class Scheduler:
         self.shared_informers = SharedInformers(api)
         #: Objects the plugins of all profiles share (``Handle.shared``).
         self.plugin_shared: dict[str, object] = {}
+        #: pod key → the status patch of its last failed attempt still in flight; the
+        #: pod's binding cycle waits for it (see :meth:`Binder._bind`).
+        self.pod_status_tasks: dict[str, asyncio.Task[None]] = {}
         self.handle = SchedulerHandle(self)
         for ext in self.extenders:
             if isinstance(ext, HTTPExtender) and ext.node_pods is None:
@@ -429,11 +432,12 @@ class Scheduler:
         """Whether a profile of this scheduler claims pods with this schedulerName."""
         return scheduler_name in self.profiles
 
-    def background(self, coro: Coroutine[Any, Any, None]) -> None:
+    def background(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """Run an API call in the background; :meth:`shutdown` waits for it."""
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
 
     # ---- informer handlers ---------------------------------------------------------
 
