@@ -781,18 +781,35 @@ impl Snapshot {
         keep_scores: bool,
         use_nomination: bool,
     ) -> Outcome {
+        self.schedule_within(pod, profile, keep_scores, use_nomination, None)
+    }
+
+    /// `schedule` restricted to `within` (slots in examination order): a pod group's
+    /// placement, as upstream's `AssumePlacement`. Only those nodes are filtered, counted
+    /// in `num_all_nodes` and sampled (the start index wraps over them); a nominated
+    /// node outside them is not tried first. PreFilter and Score still see every node
+    /// (upstream's plugins list the whole snapshot).
+    pub fn schedule_within(
+        &mut self,
+        pod: &CompiledPod,
+        profile: &Profile,
+        keep_scores: bool,
+        use_nomination: bool,
+        within: Option<&[u32]>,
+    ) -> Outcome {
         let st = self.prefilter(pod, profile);
         if use_nomination && st.prefilter_reject.is_none() && !pod.nominated_node_name.is_empty() {
             let nominated = self
                 .slot_of(&pod.nominated_node_name)
-                .filter(|&s| self.has_node[s as usize]);
+                .filter(|&s| self.has_node[s as usize])
+                .filter(|s| within.is_none_or(|w| w.contains(s)));
             if let Some(slot) = nominated {
                 if self.filter_node(profile, &st, slot).is_none() {
                     return Outcome {
                         chosen: Some(slot),
                         evaluated_nodes: 1,
                         feasible_nodes: 1,
-                        num_all_nodes: self.num_nodes(),
+                        num_all_nodes: within.map_or_else(|| self.num_nodes(), <[u32]>::len),
                         ..Outcome::default()
                     };
                 }
@@ -800,7 +817,8 @@ impl Snapshot {
         }
         self.ensure_order();
         let order = std::mem::take(&mut self.order);
-        let mut out = self.schedule_with(&order, profile, &st, keep_scores);
+        let mut out =
+            self.schedule_with(within.unwrap_or(&order), &order, profile, &st, keep_scores);
         self.order = order;
         if out.chosen.is_none() {
             out.state = Some(st);
@@ -808,9 +826,13 @@ impl Snapshot {
         out
     }
 
+    /// Filter `all` (from the start index, with sampling) and score the feasible nodes;
+    /// `score_all` is every node of the snapshot, which scoring reads (`all` itself
+    /// unless a placement restricts the attempt).
     fn schedule_with(
         &mut self,
         all: &[u32],
+        score_all: &[u32],
         profile: &Profile,
         st: &PodState,
         keep_scores: bool,
@@ -924,7 +946,7 @@ impl Snapshot {
             _ => {}
         }
         out.failures.clear();
-        let totals = self.score_nodes(profile, st, &feasible, all);
+        let totals = self.score_nodes(profile, st, &feasible, score_all);
         out.chosen = Some(self.select_host(&feasible, &totals));
         if keep_scores {
             let mut scored: Vec<(u32, i64)> = feasible.iter().copied().zip(totals).collect();
