@@ -112,6 +112,7 @@ def resource_of(kind: str) -> str:
     ``podgroups.scheduling.x-k8s.io``)."""
     return kind.partition(".")[0]
 
+
 #: Patch content types for :meth:`ClusterAPI.patch_object`.
 PatchType = Literal["merge", "strategic", "json"]
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]

@@ -37,8 +37,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ksched import _core
 from ksched.config import (
+    DEFAULT_FEATURE_GATES,
     EXTENSION_POINTS,
     ExpansionError,
+    FeatureGates,
     KubeSchedulerConfiguration,
     KubeSchedulerProfile,
     UnknownArgs,
@@ -48,6 +50,7 @@ from ksched.config.types import to_dict
 from ksched.framework.builtins import default_plugins
 from ksched.framework.profile import Profile
 from ksched.framework.registry import METHOD_POINTS, Registry, RegistryError, default_registry
+from ksched.plugins.workloads import WORKLOAD_PLUGINS
 
 if TYPE_CHECKING:
     from ksched.framework.interface import Handle
@@ -182,7 +185,15 @@ def _python_plugins(
     plugins: list[Any] = []
     restricted = False
     for plugin, at in enabled_at.items():
-        if plugin in registry:
+        factory = WORKLOAD_PLUGINS.get(plugin)
+        if factory is not None:
+            try:
+                instance = factory(_plain_args(prof, plugin))
+            except ValueError as exc:
+                raise ProfileError(f"profile {name!r}: plugin {plugin}: {exc}") from exc
+            plugins.append(ConfiguredPlugin(instance, at, weight=weights.get(plugin, 1)))
+            restricted = True
+        elif plugin in registry:
             try:
                 args = _plain_args(prof, plugin)
                 instance = registry.create(plugin, args, cast("Handle", handle))
@@ -217,7 +228,10 @@ def _kernel_args(prof: KubeSchedulerProfile, kept: set[str]) -> dict[str, Mappin
 
 
 def build_profiles(
-    cfg: KubeSchedulerConfiguration, registry: Registry | None = None
+    cfg: KubeSchedulerConfiguration,
+    registry: Registry | None = None,
+    *,
+    gates: FeatureGates = DEFAULT_FEATURE_GATES,
 ) -> dict[str, Profile]:
     """schedulerName → :class:`Profile` for every profile of ``cfg`` (loaded and valid).
 
@@ -225,6 +239,17 @@ def build_profiles(
     :func:`~ksched.framework.registry.default_registry`). Raises :class:`ProfileError`
     when a profile cannot be built (its plugin set, a plugin factory, its kernels).
     """
+    for gate, why in (
+        (
+            gates.topology_aware_workload_scheduling,
+            "TopologyAwareWorkloadScheduling (placement generation and scoring of pod groups)",
+        ),
+        (gates.workload_aware_preemption, "WorkloadAwarePreemption (pod group preemption)"),
+    ):
+        if gate:
+            raise ProfileError(
+                f"feature gate {why} is not supported by this build of ksched; disable it"
+            )
     reg = registry if registry is not None else default_registry()
     ext_points = reg.extension_points()
     profiles: dict[str, Profile] = {}

@@ -66,7 +66,9 @@ from prometheus_client.registry import Collector
 
 from ksched import aio
 from ksched.config import (
+    DEFAULT_FEATURE_GATES,
     ConfigError,
+    FeatureGates,
     KubeSchedulerConfiguration,
     load_config,
     load_config_bytes,
@@ -109,7 +111,15 @@ KUBE_VERSION = "1.36.0"
 #: ``NewLeaderHealthzAdaptor(time.Second * 20)`` in kube-scheduler.
 LEADER_WATCHDOG_TOLERANCE = 20.0
 #: Feature gates ``ksched run`` knows (others are accepted and ignored, with a warning).
-FEATURE_GATES = {"CoordinatedLeaderElection": False}
+FEATURE_GATES = {
+    "CoordinatedLeaderElection": False,
+    # Workload-aware scheduling (alpha in v1.36): the Workload/PodGroup API, gang
+    # scheduling, topology-aware placements and workload-aware preemption.
+    "GenericWorkload": False,
+    "GangScheduling": False,
+    "TopologyAwareWorkloadScheduling": False,
+    "WorkloadAwarePreemption": False,
+}
 
 
 class RunError(Exception):
@@ -123,13 +133,15 @@ class LeaderElectionLost(RunError):
 # ------------------------------------------------------------------------- profiles
 
 
-def profiles_from_config(cfg: KubeSchedulerConfiguration) -> dict[str, Profile]:
+def profiles_from_config(
+    cfg: KubeSchedulerConfiguration, gates: FeatureGates = DEFAULT_FEATURE_GATES
+) -> dict[str, Profile]:
     """schedulerName → :class:`Profile` for every configured profile, with the installed
     out-of-tree plugins (:func:`ksched.profiles.build_profiles`, shared with
     ``ksched simulate --config``). Raises :class:`RunError` when a profile cannot be
     built."""
     try:
-        return build_profiles(cfg)
+        return build_profiles(cfg, gates=gates)
     except ProfileError as exc:
         raise RunError(str(exc)) from exc
 
@@ -192,6 +204,14 @@ class RunOptions:
     authorization_always_allow_paths: Sequence[str] = ALWAYS_ALLOW_PATHS
     feature_gates: dict[str, bool] = field(default_factory=dict)
 
+    def gates(self) -> FeatureGates:
+        """The gates that change scheduling (``--feature-gates`` over v1.36's defaults).
+        Raises :class:`RunError` when an enabled gate depends on a disabled one."""
+        try:
+            return DEFAULT_FEATURE_GATES.with_flags(self.feature_gates)
+        except ValueError as exc:
+            raise RunError(f"--feature-gates: {exc}") from exc
+
 
 def parse_feature_gates(text: str) -> dict[str, bool]:
     """``--feature-gates=A=true,B=false`` (component-base syntax)."""
@@ -218,15 +238,17 @@ class RunStatus:
 
 def resolve_config(opts: RunOptions) -> KubeSchedulerConfiguration:
     """Load the config file (or the defaults) and apply the flags that override it."""
+    gates = opts.gates()
     if opts.config:
         registry = default_registry()
         cfg = load_config(
             opts.config,
             extra_plugins=registry.names(),
             extension_points=registry.extension_points(),
+            gates=gates,
         )
     else:
-        cfg = load_config_bytes(_EMPTY_CONFIG)
+        cfg = load_config_bytes(_EMPTY_CONFIG, gates=gates)
     if opts.kubeconfig is not None:
         cfg.client_connection.kubeconfig = opts.kubeconfig
     if opts.leader_elect is not None:
@@ -279,6 +301,7 @@ async def serve(
     identity: str | None = None,
     elector: LeaderElector | None = None,
     status: RunStatus | None = None,
+    gates: FeatureGates = DEFAULT_FEATURE_GATES,
 ) -> Scheduler:
     """Schedule on ``api`` until ``stop`` is set, then shut down gracefully.
 
@@ -288,11 +311,12 @@ async def serve(
     raises :class:`LeaderElectionLost` without waiting for bindings in flight.
     """
     if profiles is None:
-        profiles = profiles_from_config(cfg)
+        profiles = profiles_from_config(cfg, gates)
     status = status if status is not None else RunStatus()
     sched = Scheduler(
         api,
         profiles,
+        feature_gates=gates,
         pod_initial_backoff=float(cfg.pod_initial_backoff_seconds or 1),
         pod_max_backoff=float(cfg.pod_max_backoff_seconds or 10),
         seed=seed,
@@ -532,7 +556,7 @@ async def _run(
         if candidate is not None:
             candidate_task = asyncio.get_running_loop().create_task(candidate.run(candidate_stop))
         await serve(cfg, api, stop=stop, profiles=profiles, identity=identity,
-                    elector=elector, status=status)  # fmt: skip
+                    elector=elector, status=status, gates=opts.gates())  # fmt: skip
     except LeaderElectionLost as exc:
         # Upstream exits at once (klog.FlushAndExit): bindings in flight are abandoned,
         # the new leader schedules whatever they leave pending.
@@ -587,7 +611,7 @@ def main(opts: RunOptions | argparse.Namespace) -> int:
         )
     try:
         cfg = resolve_config(opts)
-    except ConfigError as exc:
+    except (ConfigError, RunError) as exc:
         log.error("%s", exc)
         return 1
     if opts.write_config_to:
@@ -596,7 +620,7 @@ def main(opts: RunOptions | argparse.Namespace) -> int:
         return 0
     try:
         check_supported(cfg)
-        profiles = profiles_from_config(cfg)  # fail before connecting
+        profiles = profiles_from_config(cfg, opts.gates())  # fail before connecting
     except RunError as exc:
         log.error("%s", exc)
         return 1

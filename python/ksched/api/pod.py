@@ -135,6 +135,9 @@ class Pod:
     #: Images of the init containers, then of the app containers.
     images: list[str]
     raw: dict[str, Any]
+    #: ``spec.schedulingGroup.podGroupName``: the scheduling.k8s.io PodGroup the pod
+    #: belongs to ("" for none).
+    scheduling_group: str = ""
 
     @property
     def key(self) -> str:
@@ -635,6 +638,12 @@ def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:
         raise expected("metadata.deletionTimestamp", "a string", deletion)
     spread = spec.get("topologySpreadConstraints")
     gates = spec.get("schedulingGates")
+    group = spec.get("schedulingGroup")
+    group_name = ""
+    if group is not None:
+        if type(group) is not dict:
+            raise expected("spec.schedulingGroup", "an object", group)
+        group_name = _str_field(group, "podGroupName", "spec.schedulingGroup.podGroupName")
 
     return cls(
         _str_field(meta, "uid", "metadata.uid"),
@@ -662,4 +671,5 @@ def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:
         _parse_gates(gates, "spec.schedulingGates") if gates else [],
         images,
         obj,
+        group_name,
     )

@@ -35,10 +35,12 @@ from ksched.config import errors as ferr
 from ksched.config.types import KubeSchedulerProfile, Plugins, PluginSet
 
 __all__ = [
+    "BUILT_IN_PLUGINS",
     "EXTENSION_POINTS",
     "IN_TREE_PLUGINS",
     "PLUGIN_EXTENSION_POINTS",
     "REMOVED_PLUGINS",
+    "SCHEDULER_PLUGINS_EXTENSION_POINTS",
     "ExpansionError",
     "expand_profile_plugins",
     "known_plugin_names",
@@ -131,13 +133,26 @@ PLUGIN_EXTENSION_POINTS: Final[Mapping[str, frozenset[str]]] = {
     NODE_DECLARED_FEATURES: frozenset({"preFilter", "filter"}),
     # Registered in v1.36 but only useful behind alpha gates (GenericWorkload,
     # TopologyAwareWorkloadScheduling); listed so configs naming them validate.
-    GANG_SCHEDULING: frozenset({"preEnqueue", "reserve", "permit"}),
+    GANG_SCHEDULING: frozenset({"preEnqueue", "permit"}),
     TOPOLOGY_PLACEMENT_GENERATOR: frozenset({"placementGenerate"}),
     POD_GROUP_PODS_COUNT: frozenset({"placementScore"}),
 }
 
 #: Every plugin name the v1.36 in-tree registry knows.
 IN_TREE_PLUGINS: Final[frozenset[str]] = frozenset(PLUGIN_EXTENSION_POINTS)
+
+COSCHEDULING: Final = "Coscheduling"
+CAPACITY_SCHEDULING: Final = "CapacityScheduling"
+#: The kubernetes-sigs/scheduler-plugins plugins ksched builds in, as a
+#: scheduler-plugins kube-scheduler binary registers them next to the in-tree ones.
+SCHEDULER_PLUGINS_EXTENSION_POINTS: Final[Mapping[str, frozenset[str]]] = {
+    COSCHEDULING: frozenset({"queueSort", "preFilter", "postFilter", "permit", "reserve"}),
+    CAPACITY_SCHEDULING: frozenset({"preFilter", "postFilter", "reserve"}),
+}
+#: Every plugin name built into ksched (in-tree and scheduler-plugins).
+BUILT_IN_PLUGINS: Final[frozenset[str]] = IN_TREE_PLUGINS | frozenset(
+    SCHEDULER_PLUGINS_EXTENSION_POINTS
+)
 
 #: Plugins that existed once and were removed: name -> (the config API version from
 #: which upstream rejects them, as in ``invalidPluginsByVersion`` of validation.go;
@@ -181,8 +196,8 @@ REMOVED_PLUGINS: Final[Mapping[str, tuple[str, str]]] = {
 
 
 def known_plugin_names(extra: Iterable[str] = ()) -> frozenset[str]:
-    """In-tree plugin names plus ``extra`` (out-of-tree names from the plugin registry)."""
-    return IN_TREE_PLUGINS | frozenset(extra)
+    """Built-in plugin names plus ``extra`` (out-of-tree names from the plugin registry)."""
+    return BUILT_IN_PLUGINS | frozenset(extra)
 
 
 class ExpansionError(Exception):
@@ -192,7 +207,7 @@ class ExpansionError(Exception):
 def _points_of(name: str, extension_points: Mapping[str, Iterable[str]]) -> frozenset[str] | None:
     if name in extension_points:
         return frozenset(extension_points[name])
-    return PLUGIN_EXTENSION_POINTS.get(name)
+    return PLUGIN_EXTENSION_POINTS.get(name) or SCHEDULER_PLUGINS_EXTENSION_POINTS.get(name)
 
 
 def _expand(

@@ -15,9 +15,11 @@ __all__ = ["CycleState"]
 class CycleState:
     __slots__ = (
         "_data",
+        "pod_group_cycle",
         "pre_filter_node_plugins",
         "record_plugin_metrics",
         "skip_filter_plugins",
+        "skip_post_filter",
         "skip_score_plugins",
     )
 
@@ -31,6 +33,13 @@ class CycleState:
         self.skip_score_plugins: frozenset[str] = frozenset()
         #: Python PreFilter plugins that narrowed the attempt to some node names (sorted).
         self.pre_filter_node_plugins: tuple[str, ...] = ()
+        #: Set during a pod group scheduling cycle (upstream
+        #: ``IsPodGroupSchedulingCycle``): the cycle's view of the pod groups
+        #: (:class:`ksched.schedule_group.PodGroupCycle`), read by plugins such as
+        #: GangScheduling's Permit instead of the cache.
+        self.pod_group_cycle: Any = None
+        #: PostFilter plugins do not run (upstream ``SetSkipAllPostFilterPlugins``).
+        self.skip_post_filter = False
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value

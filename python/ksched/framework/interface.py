@@ -100,7 +100,15 @@ Upstream differences a plugin author should know:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Collection, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Collection,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
@@ -121,9 +129,11 @@ from ksched.framework.status import Code, Status
 
 if TYPE_CHECKING:
     from ksched._core import CompiledPod, Snapshot
+    from ksched.backend.cache.podgroups import PodGroupStates
     from ksched.backend.queue import QueuedPodInfo
     from ksched.backend.shared_informers import SharedInformer
     from ksched.cluster import ClusterAPI, Kind
+    from ksched.config import FeatureGates
     from ksched.framework.extender import Extender
     from ksched.framework.runtime import Framework
     from ksched.metrics import SchedulerMetrics
@@ -131,6 +141,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ASSIGNED_POD",
     "COMPILED_POD_KEY",
+    "DEFERRED_ACTIONS_KEY",
     "NODE",
     "NOMINATING_KEY",
     "POD",
@@ -173,6 +184,10 @@ MIN_NODE_SCORE = 0
 COMPILED_POD_KEY: Final = "ksched/compiled"
 #: CycleState key: the nomination PostFilter decided (see ``PostFilterResult``).
 NOMINATING_KEY: Final = "ksched/nominating"
+#: CycleState key, set in a pod group cycle: a list where PostFilter plugins put the
+#: side effects of their decision (a preemption's evictions) instead of carrying them
+#: out; the cycle runs them only when the whole group then fits.
+DEFERRED_ACTIONS_KEY: Final = "ksched/deferred-actions"
 
 
 @dataclass(slots=True)
@@ -479,6 +494,29 @@ class Handle(Protocol):
         :mod:`ksched.backend.shared_informers`): its ``store`` and ``get(ns, name)``
         read the objects as last seen, ``add_handler`` adds change handlers. Ask for it
         in ``setup``; the scheduler lists it before nodes and pods."""
+        ...
+
+    @property
+    def pod_group_states(self) -> PodGroupStates:
+        """The runtime state of every scheduling.k8s.io PodGroup (tracked with the
+        GenericWorkload gate on; upstream ``PodGroupManager.PodGroupStates``)."""
+        ...
+
+    def add_pod_handler(
+        self,
+        *,
+        on_add: Callable[[dict[str, Any]], None] | None = None,
+        on_update: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
+        on_delete: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        """Call these with the raw objects of every pod change the scheduler's pod
+        informer sees, after the scheduler's own handling (upstream: a plugin adds event
+        handlers to the shared pod informer). Add them in ``setup``."""
+        ...
+
+    @property
+    def feature_gates(self) -> FeatureGates:
+        """The feature gates that change scheduling."""
         ...
 
     def pod_disruption_budgets(self) -> Collection[dict[str, Any]]:

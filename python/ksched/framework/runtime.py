@@ -581,11 +581,17 @@ class Framework:
             self._observe_plugin(state, p.name, "Unreserve", None, t)
         self.observe("Unreserve", Code.SUCCESS, self._clock() - start)
 
-    def run_permit(self, state: CycleState, pod: Pod, node: str) -> Status | None:
+    def run_permit(
+        self, state: CycleState, pod: Pod, node: str, *, park: bool = True
+    ) -> Status | None:
         """None: allowed; ``Wait``: parked (see :meth:`wait_on_permit`); otherwise the
-        rejection or error."""
+        rejection or error. ``park=False`` only reports the Wait (a pod group cycle
+        asks whether the member would wait): its reasons are then upstream's, the last
+        waiting plugin's followed by "one or more plugins asked to wait and no plugin
+        rejected pod"."""
         start = self._clock()
         timeouts: dict[str, float] = {}
+        wait_messages: list[str] = []
         result: Status | None = None
         for p in self.points.permit:
             t = self._clock()
@@ -601,10 +607,17 @@ class Framework:
                 break
             if s.code is Code.WAIT:
                 timeouts[p.name] = min(float(timeout), MAX_PERMIT_TIMEOUT)
+                wait_messages = [*s.reasons]  # the last waiting plugin's status
                 continue
             result = _wrap("Permit", p.name, s)
             break
-        if result is None and timeouts:
+        if result is None and timeouts and not park:
+            result = Status(
+                Code.WAIT,
+                *wait_messages,
+                "one or more plugins asked to wait and no plugin rejected pod",
+            )
+        elif result is None and timeouts:
             loop = asyncio.get_running_loop()
             wp = WaitingPodHandle(pod, timeouts, self._call_later or loop.call_later, loop)
             self.waiting_pods.add(wp)

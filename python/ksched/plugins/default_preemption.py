@@ -77,7 +77,13 @@ from ksched.cluster import APIError, Conflict, NotFound
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.diagnosis import RawNodeStatus, fit_error_message
 from ksched.framework.extender import Extender, ExtenderError, ExtenderVictims
-from ksched.framework.interface import COMPILED_POD_KEY, Handle, NodePod, PostFilterResult
+from ksched.framework.interface import (
+    COMPILED_POD_KEY,
+    DEFERRED_ACTIONS_KEY,
+    Handle,
+    NodePod,
+    PostFilterResult,
+)
 from ksched.framework.status import Code, Status
 
 log = logging.getLogger(__name__)
@@ -479,7 +485,7 @@ class DefaultPreemption:
             return None, Status(Code.ERROR, f'pod "{pod.name}" not found')
         # 1) eligibility
         nominated = str((latest.get("status") or {}).get("nominatedNodeName") or "")
-        reason = self._not_eligible(pod, nominated, statuses)
+        reason = self._not_eligible(pod, nominated, statuses, state)
         if reason:
             return None, Status(Code.UNSCHEDULABLE, reason)
         # 2) candidates
@@ -512,14 +518,20 @@ class DefaultPreemption:
             best = Candidate(*top) if top is not None else None
         else:
             best = pick_one_node_for_preemption(attempt.snapshot, found, attempt.now)
-        return self._nominate(best, pod)
+        return self._nominate(best, pod, state)
 
-    def _nominate(self, best: Candidate | None, pod: Pod) -> PostFilterOutcome:
+    def _nominate(self, best: Candidate | None, pod: Pod, state: CycleState) -> PostFilterOutcome:
         """Upstream ``Preempt`` steps 4 and 5: the chosen candidate's victims are
-        evicted in the background and the pod is nominated to its node."""
+        evicted in the background and the pod is nominated to its node. In a pod group
+        cycle (``DEFERRED_ACTIONS_KEY``) the evictions wait for the cycle's verdict."""
         if best is None or not best.node:
             return None, Status(Code.UNSCHEDULABLE, ERR_NO_CANDIDATE)
-        self._prepare_candidate_async(best, pod)
+        deferred = state.get(DEFERRED_ACTIONS_KEY)
+        if deferred is not None:
+            chosen = best
+            deferred.append(lambda: self._prepare_candidate_async(chosen, pod))
+        else:
+            self._prepare_candidate_async(best, pod)
         return PostFilterResult(best.node), Status(Code.SUCCESS)
 
     async def _with_extenders(
@@ -576,7 +588,7 @@ class DefaultPreemption:
             )
             for node, v in victims.items()
         ]
-        return self._nominate(pick_one_node_for_preemption(snapshot, kept, a.now), pod)
+        return self._nominate(pick_one_node_for_preemption(snapshot, kept, a.now), pod, a.state)
 
     def find_candidates(
         self, a: _Attempt, statuses: Mapping[str, Status]
@@ -626,7 +638,9 @@ class DefaultPreemption:
             self._clock(),
         )
 
-    def _not_eligible(self, pod: Pod, nominated: str, statuses: Mapping[str, Status]) -> str:
+    def _not_eligible(
+        self, pod: Pod, nominated: str, statuses: Mapping[str, Status], state: CycleState
+    ) -> str:
         """Upstream ``PodEligibleToPreemptOthers``: "" when eligible, else why not."""
         if pod.preemption_policy == "Never":
             return ERR_NEVER

@@ -212,6 +212,9 @@ class SchedulingQueue:
         self.max_in_unschedulable = max_in_unschedulable
         self.metrics = metrics or SchedulerMetrics()
         self.nominator = Nominator()
+        #: Whether a pod is a member of a scheduling.k8s.io pod group (set with the
+        #: GenericWorkload gate): such a pod that failed goes back through backoff.
+        self.pod_group_member: Callable[[Pod], bool] | None = None
         self._hints_by_profile: dict[str, list[tuple[str, ClusterEventWithHint]]] | None = (
             None if hints is None else {p: list(regs) for p, regs in hints.items()}
         )
@@ -575,6 +578,10 @@ class SchedulingQueue:
         """Upstream ``determineSchedulingHintForInFlightPod``."""
         if not info.unschedulable_plugins and not info.pending_plugins:
             return QueueingStrategy.AFTER_BACKOFF
+        if self.pod_group_member is not None and self.pod_group_member(info.pod):
+            # A pod group's member retries on backoff alone: requeueing on events is
+            # not defined for whole groups yet (upstream, GenericWorkload).
+            return QueueingStrategy.AFTER_BACKOFF
         strategy = QueueingStrategy.SKIP
         for seq, event, old, new in list(self._events):
             if seq <= start:
@@ -741,6 +748,17 @@ class SchedulingQueue:
             del self._active_uids[info.uid]
             out.append(self._to_in_flight(info))
         return out
+
+    def pop_specific(self, uid: str) -> QueuedPodInfo | None:
+        """Upstream ``PopSpecificPod``: activate the pod (PreEnqueue runs; a gated pod
+        stays where it is) and pop it from activeQ as :meth:`try_pop` would, for a pod
+        group cycle taking its other members. None when the pod is not in the queue
+        (in flight, gated, or unknown)."""
+        self.activate((uid,))
+        info = self._active_uids.pop(uid, None)
+        if info is None:
+            return None
+        return self._to_in_flight(info)
 
     def _to_in_flight(self, info: QueuedPodInfo) -> QueuedPodInfo:
         self.scheduling_cycle += 1

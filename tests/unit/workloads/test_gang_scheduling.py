@@ -1,0 +1,153 @@
+"""v1.36 gang scheduling on the embedded cluster: scheduling.k8s.io/v1alpha2 PodGroups,
+GangScheduling's PreEnqueue and Permit, the pod group cycle placing a gang in one call."""
+
+from __future__ import annotations
+
+from ksched.sim import InMemoryCluster
+from ksched.sim.workloads import make_node, make_pod
+from tests.helpers import wait_for
+from tests.unit.workloads.helpers import (
+    Running,
+    bound,
+    events_of,
+    member,
+    pod_group,
+    profiles,
+)
+
+WAIT_MSG = (
+    "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, "
+    "one or more plugins asked to wait and no plugin rejected pod"
+)
+
+
+def _metric(sched: object, result: str) -> float:
+    values = sched.metrics.pod_group_schedule_attempts.values  # type: ignore[attr-defined]
+    return float(values.get((result, "default-scheduler"), 0.0))
+
+
+async def test_gang_that_fits_binds_completely_and_is_marked_scheduled() -> None:
+    c = InMemoryCluster()
+    for i in range(4):
+        c.create("nodes", make_node(f"n{i}", cpu="2"))
+    c.create("podgroups", pod_group("train", 4))
+    async with Running(c, profiles()) as sched:
+        for i in range(4):
+            c.create("pods", member(f"w{i}", "train", cpu="1500m"))
+        await wait_for(lambda: len(bound(c)) == 4)
+        # One pod per node: each member counted before the next is placed.
+        assert len(set(bound(c).values())) == 4
+        await wait_for(lambda: _metric(sched, "scheduled") == 1.0)
+        pg = c.get("podgroups", "default/train")
+        assert pg is not None
+        await wait_for(
+            lambda: bool(
+                (c.get("podgroups", "default/train") or {}).get("status", {}).get("conditions")
+            )
+        )
+        (cond,) = c.get("podgroups", "default/train")["status"]["conditions"]  # type: ignore[index]
+        assert (cond["type"], cond["status"], cond["reason"]) == (
+            "PodGroupScheduled",
+            "True",
+            "Scheduled",
+        )
+        assert cond["observedGeneration"] == 1
+        assert c.event_counts.get("Scheduled") == 4
+
+
+async def test_gang_one_node_short_binds_nothing_then_everything_when_a_node_comes() -> None:
+    c = InMemoryCluster()
+    for i in range(3):
+        c.create("nodes", make_node(f"n{i}", cpu="2"))
+    c.create("podgroups", pod_group("train", 4))
+    async with Running(c, profiles(), pod_initial_backoff=0.05, pod_max_backoff=0.1) as sched:
+        for i in range(4):
+            c.create("pods", member(f"w{i}", "train", cpu="1500m"))
+        await wait_for(lambda: _metric(sched, "unschedulable") >= 1.0)
+        assert bound(c) == {}
+        notes = {p: events_of(c, p) for p in ("w0", "w1", "w2", "w3")}
+        failing = [p for p, n in notes.items() if n and n[0].startswith("0/3 nodes")]
+        assert len(failing) == 1
+        assert notes[failing[0]][0].startswith("0/3 nodes are available: 3 Insufficient cpu.")
+        others = [p for p in notes if p not in failing]
+        assert all(notes[p][0] == WAIT_MSG for p in others)
+        cond = c.get("podgroups", "default/train")["status"]["conditions"][0]  # type: ignore[index]
+        assert (cond["status"], cond["reason"], cond["message"]) == (
+            "False",
+            "Unschedulable",
+            "pod group is unschedulable",
+        )
+        c.create("nodes", make_node("n3", cpu="2"))
+        await wait_for(lambda: len(bound(c)) == 4)
+        await wait_for(lambda: _metric(sched, "scheduled") == 1.0)
+        await wait_for(
+            lambda: (
+                c.get("podgroups", "default/train")["status"]["conditions"][0]["status"]  # type: ignore[index]
+                == "True"
+            )
+        )
+
+
+async def test_members_wait_gated_until_the_gang_has_min_count_pods() -> None:
+    c = InMemoryCluster()
+    c.create("nodes", make_node("n0", cpu="8"))
+    c.create("podgroups", pod_group("g", 3))
+    async with Running(c, profiles()) as sched:
+        c.create("pods", member("a", "g"))
+        c.create("pods", member("b", "g"))
+        await wait_for(lambda: sched.queue.counts()["gated"] == 2)
+        assert bound(c) == {}
+        c.create("pods", member("c", "g"))
+        await wait_for(lambda: len(bound(c)) == 3)
+
+
+async def test_member_without_its_pod_group_waits_for_it() -> None:
+    c = InMemoryCluster()
+    c.create("nodes", make_node("n0", cpu="8"))
+    async with Running(c, profiles()) as sched:
+        c.create("pods", member("a", "late"))
+        await wait_for(lambda: sched.queue.counts()["gated"] == 1)
+        uid = c.get("pods", "default/a")["metadata"]["uid"]  # type: ignore[index]
+        info = sched.queue.get(uid)
+        assert info is not None and info.gating_plugin == "GangScheduling"
+        c.create("podgroups", pod_group("late", 1))
+        await wait_for(lambda: len(bound(c)) == 1)
+
+
+async def test_two_gangs_competing_for_room_for_one_bind_one_completely() -> None:
+    c = InMemoryCluster()
+    for i in range(4):
+        c.create("nodes", make_node(f"n{i}", cpu="2"))
+    c.create("podgroups", pod_group("a", 4))
+    c.create("podgroups", pod_group("b", 4))
+    async with Running(c, profiles()) as sched:
+        for i in range(4):
+            c.create("pods", member(f"a{i}", "a", cpu="1500m"))
+            c.create("pods", member(f"b{i}", "b", cpu="1500m"))
+        await wait_for(lambda: len(bound(c)) == 4)
+        await wait_for(lambda: _metric(sched, "unschedulable") >= 1.0)
+        winners = {name[0] for name in bound(c)}
+        assert len(winners) == 1  # one gang, complete; the other none
+
+
+async def test_basic_policy_group_binds_whatever_fits() -> None:
+    c = InMemoryCluster()
+    c.create("nodes", make_node("n0", cpu="2"))
+    c.create("podgroups", pod_group("basic", None))
+    async with Running(c, profiles()) as sched:
+        for i in range(3):
+            c.create("pods", member(f"p{i}", "basic", cpu="1"))
+        await wait_for(lambda: len(bound(c)) == 2)
+        await wait_for(lambda: _metric(sched, "scheduled") >= 1.0)
+
+
+async def test_pods_outside_groups_are_scheduled_alongside() -> None:
+    c = InMemoryCluster()
+    for i in range(2):
+        c.create("nodes", make_node(f"n{i}", cpu="4"))
+    c.create("podgroups", pod_group("g", 2))
+    async with Running(c, profiles()):
+        c.create("pods", make_pod("solo", cpu="1"))
+        c.create("pods", member("m0", "g", cpu="1"))
+        c.create("pods", member("m1", "g", cpu="1"))
+        await wait_for(lambda: len(bound(c)) == 3)
