@@ -11,7 +11,10 @@
   bound) and then allows every member waiting at Permit; before that the member waits
   (at most 5 minutes) and the group's unscheduled members are activated. In a pod group
   cycle (``CycleState.pod_group_cycle``) it counts the members the cycle placed so far,
-  otherwise the cache's live state.
+  otherwise the cache's live state. Deliberate difference: in a pod group cycle it does
+  not release members still waiting from an earlier cycle (upstream does, and they bind
+  even if the cycle's own members then fail, leaving a partial gang); the member whose
+  real Permit completes the quorum releases them.
 
 The group itself is placed by the scheduler's pod group cycle
 (:mod:`ksched.schedule_group`), which pops every member at once and places them in one
@@ -178,6 +181,13 @@ class GangScheduling:
             # Members waiting for this one may be activated.
             h.activate(p.uid for p in group_state.unscheduled_pods())
             return Status(Code.WAIT, MSG_WAITING_SCHEDULED), PERMIT_TIMEOUT
+        if cycle is not None:
+            # Deliberate difference: inside a pod group cycle the quorum is tentative
+            # (the cycle's own members are not bound yet), so members waiting from an
+            # earlier cycle are not released here; the real Permit of the member that
+            # completes the quorum releases them (upstream releases them at once, and
+            # they bind even when this cycle's members then fail).
+            return None, 0.0
         for uid in list(group_state.assumed):
             waiting = h.get_waiting_pod(uid)
             if waiting is not None:

@@ -151,3 +151,91 @@ async def test_pods_outside_groups_are_scheduled_alongside() -> None:
         c.create("pods", member("m0", "g", cpu="1"))
         c.create("pods", member("m1", "g", cpu="1"))
         await wait_for(lambda: len(bound(c)) == 3)
+
+
+# ---- preemption for gangs -----------------------------------------------------------------
+
+
+async def test_gang_preempts_when_the_whole_gang_then_fits() -> None:
+    c = InMemoryCluster()
+    for i in range(2):
+        c.create("nodes", make_node(f"n{i}", cpu="2"))
+    async with Running(c, profiles(), pod_initial_backoff=0.05, pod_max_backoff=0.1) as sched:
+        c.create("pods", make_pod("low0", cpu="1500m", priority=0))
+        c.create("pods", make_pod("low1", cpu="1500m", priority=0))
+        await wait_for(lambda: len(bound(c)) == 2)
+        c.create("podgroups", pod_group("g", 2))
+        c.create("pods", member("g0", "g", cpu="1500m", priority=100))
+        c.create("pods", member("g1", "g", cpu="1500m", priority=100))
+        await wait_for(lambda: _metric(sched, "waiting_on_preemption") >= 1.0)
+        await wait_for(lambda: set(bound(c)) == {"g0", "g1"}, timeout=15)
+        assert c.event_counts.get("Preempted") == 2
+        # Both members needed room: each went back with its own diagnosis, nominated.
+        for name in ("g0", "g1"):
+            (note,) = events_of(c, name)
+            assert note.startswith("0/2 nodes are available: 2 Insufficient cpu.")
+
+
+async def test_gang_that_cannot_fit_even_with_preemption_takes_no_victims() -> None:
+    c = InMemoryCluster()
+    for i in range(2):
+        c.create("nodes", make_node(f"n{i}", cpu="2"))
+    async with Running(c, profiles(), pod_initial_backoff=0.05, pod_max_backoff=0.1) as sched:
+        c.create("pods", make_pod("low0", cpu="1500m", priority=0))
+        c.create("pods", make_pod("low1", cpu="1500m", priority=0))
+        await wait_for(lambda: len(bound(c)) == 2)
+        c.create("podgroups", pod_group("h", 3))
+        for i in range(3):
+            c.create("pods", member(f"h{i}", "h", cpu="1500m", priority=100))
+        await wait_for(lambda: _metric(sched, "unschedulable") >= 2.0)
+        assert set(bound(c)) == {"low0", "low1"}
+        assert c.event_counts.get("Preempted", 0) == 0
+        assert not any(p["metadata"].get("deletionTimestamp") for p in c.objects("pods"))
+
+
+# ---- a member failing after the group's verdict: Permit's timeout -------------------------
+
+
+class FailingReserve:
+    """Rejects one member's Reserve outside the pod group cycle (a reservation that
+    conflicts once the group goes to binding)."""
+
+    name = "FailingReserve"
+
+    def __init__(self, pod: str) -> None:
+        self.pod = pod
+
+    def reserve(self, state: object, pod: object, node: str) -> object:
+        from ksched.framework.status import Code, Status
+
+        if getattr(state, "pod_group_cycle", None) is None and pod.name == self.pod:  # type: ignore[attr-defined]
+            return Status(Code.UNSCHEDULABLE, "reservation conflict")
+        return None
+
+    def unreserve(self, state: object, pod: object, node: str) -> None:
+        return None
+
+
+async def test_gang_whose_member_fails_after_the_verdict_times_out_together(
+    monkeypatch: object,
+) -> None:
+    import ksched.plugins.gang_scheduling as gs
+
+    monkeypatch.setattr(gs, "PERMIT_TIMEOUT", 0.3)  # type: ignore[attr-defined]
+    c = InMemoryCluster()
+    c.create("nodes", make_node("n0", cpu="8"))
+    c.create("podgroups", pod_group("t", 3))
+    prof = profiles()
+    p = prof["default-scheduler"]
+    p.plugins = (*(p.plugins or ()), FailingReserve("t1"))
+    async with Running(c, prof, pod_initial_backoff=5, pod_max_backoff=5):
+        for i in range(3):
+            c.create("pods", member(f"t{i}", "t", cpu="1"))
+        await wait_for(lambda: all(events_of(c, f"t{i}") for i in range(3)), timeout=15)
+        assert bound(c) == {}
+        assert events_of(c, "t1")[0] == "0/1 nodes are available: 1 reservation conflict."
+        for name in ("t0", "t2"):
+            assert events_of(c, name)[0] == (
+                "0/1 nodes are available: 1 rejected due to timeout after waiting 300ms at "
+                "plugin GangScheduling."
+            )
