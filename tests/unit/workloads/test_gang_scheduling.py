@@ -239,3 +239,70 @@ async def test_gang_whose_member_fails_after_the_verdict_times_out_together(
                 "0/1 nodes are available: 1 rejected due to timeout after waiting 300ms at "
                 "plugin GangScheduling."
             )
+
+
+# ---- the one-call placement is the step-by-step algorithm -----------------------------------
+
+
+def _offline(seed: int) -> tuple[object, list[object]]:
+    """A scheduler (not running) with 12 nodes over 3 zones and a 10-member gang queued."""
+    from ksched.api.node import Node
+    from ksched.api.pod import Pod
+    from ksched.backend.queue import QueuedPodInfo
+    from ksched.scheduler import Scheduler
+    from tests.unit.workloads.helpers import GANG_GATES
+
+    c = InMemoryCluster()
+    sched = Scheduler(c, profiles(), seed=seed, feature_gates=GANG_GATES)
+    for i in range(12):
+        sched.cache.upsert_node(
+            Node.from_dict(
+                make_node(f"n{i}", cpu="4", labels={"topology.kubernetes.io/zone": f"z{i % 3}"})
+            )
+        )
+    sched.shared_informers.get("podgroups").store["default/g"] = pod_group("g", 10)
+    spread = {
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "g"}},
+            }
+        ]
+    }
+    infos = []
+    for i in range(10):
+        obj = member(f"m{i}", "g", cpu="1500m", labels={"app": "g"}, extra_spec=spread)
+        obj["metadata"]["uid"] = f"uid-m{i}"
+        pod = Pod.from_dict(obj)
+        sched.cache.pod_groups.add_member(pod)
+        infos.append(QueuedPodInfo(pod, sched.compile(pod), 0.0))
+    return sched, infos
+
+
+def test_one_call_placement_equals_the_step_by_step_algorithm() -> None:
+    from ksched.schedule_group import InTreeGroup, _one_call_algorithm, _step_by_step
+
+    fast_sched, fast_infos = _offline(5)
+    slow_sched, slow_infos = _offline(5)
+    fw = fast_sched.frameworks["default-scheduler"]  # type: ignore[attr-defined]
+    driver = InTreeGroup(fast_sched, "default", "g")  # type: ignore[arg-type]
+    need = driver.need(fw)
+    assert need == 10
+    fast = _one_call_algorithm(fast_sched, fw, driver, fast_infos, need)  # type: ignore[arg-type]
+    assert fast is not None
+    slow = _step_by_step(
+        slow_sched,  # type: ignore[arg-type]
+        slow_sched.frameworks["default-scheduler"],  # type: ignore[attr-defined]
+        InTreeGroup(slow_sched, "default", "g"),  # type: ignore[arg-type]
+        slow_infos,  # type: ignore[arg-type]
+    )
+    assert [m.node for m in fast.members] == [m.node for m in slow.members]
+    assert fast.status is None and slow.status is None
+    # Zone spreading among the members: 10 pods over 3 zones, skew at most 1.
+    zones = [int(m.node[1:]) % 3 for m in fast.members if m.node]
+    assert max(zones.count(z) for z in range(3)) - min(zones.count(z) for z in range(3)) <= 1
+    assert [m.permit is None for m in fast.members] == [m.permit is None for m in slow.members]
+    assert fast_sched.cache.snapshot.num_pods == 0  # type: ignore[attr-defined]
+    assert slow_sched.cache.snapshot.num_pods == 0  # type: ignore[attr-defined]

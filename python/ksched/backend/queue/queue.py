@@ -334,7 +334,9 @@ class SchedulingQueue:
         count = info.consecutive_errors_count or info.unschedulable_count
         if count <= 0 or self.max_backoff <= 0:
             return 0.0
-        return min(self.initial_backoff * 2.0 ** (count - 1), self.max_backoff)
+        # Capped before it could overflow a float: a pod retried from backoffQ whenever
+        # activeQ is empty may fail thousands of times.
+        return min(self.initial_backoff * 2.0 ** min(count - 1, 64), self.max_backoff)
 
     def backoff_expiration(self, info: QueuedPodInfo) -> float:
         exp = info.backoff_expiration
