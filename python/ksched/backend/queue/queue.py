@@ -408,8 +408,10 @@ class SchedulingQueue:
             if status is None or status.is_success():
                 continue
             name = pl.name
-            info.unschedulable_plugins = info.unschedulable_plugins | {name}
-            self.metrics.unschedulable_pods.inc((name, info.pod.scheduler_name))
+            if name not in info.unschedulable_plugins and name not in info.pending_plugins:
+                # Upstream counts a pod once per plugin, however often it is re-gated.
+                self.metrics.unschedulable_pods.inc((name, info.pod.scheduler_name))
+                info.unschedulable_plugins = info.unschedulable_plugins | {name}
             info.gating_plugin = name
             info.gating_plugin_events = self._plugin_events.get(name, ())
             code = str(getattr(status, "code", "Unschedulable"))
