@@ -44,12 +44,14 @@ from ksched.config import (
     KubeSchedulerConfiguration,
     KubeSchedulerProfile,
     UnknownArgs,
+    expand_placement_plugins,
     expand_profile_plugins,
 )
 from ksched.config.types import to_dict
 from ksched.framework.builtins import default_plugins
 from ksched.framework.profile import Profile
 from ksched.framework.registry import METHOD_POINTS, Registry, RegistryError, default_registry
+from ksched.plugins.topology_placement import PLACEMENT_SCORERS, TOPOLOGY_PLACEMENT_GENERATOR
 from ksched.plugins.workloads import WORKLOAD_PLUGINS
 
 if TYPE_CHECKING:
@@ -239,17 +241,11 @@ def build_profiles(
     :func:`~ksched.framework.registry.default_registry`). Raises :class:`ProfileError`
     when a profile cannot be built (its plugin set, a plugin factory, its kernels).
     """
-    for gate, why in (
-        (
-            gates.topology_aware_workload_scheduling,
-            "TopologyAwareWorkloadScheduling (placement generation and scoring of pod groups)",
-        ),
-        (gates.workload_aware_preemption, "WorkloadAwarePreemption (pod group preemption)"),
-    ):
-        if gate:
-            raise ProfileError(
-                f"feature gate {why} is not supported by this build of ksched; disable it"
-            )
+    if gates.workload_aware_preemption:
+        raise ProfileError(
+            "feature gate WorkloadAwarePreemption (pod group preemption) is not supported "
+            "by this build of ksched; disable it"
+        )
     reg = registry if registry is not None else default_registry()
     ext_points = reg.extension_points()
     profiles: dict[str, Profile] = {}
@@ -267,9 +263,38 @@ def build_profiles(
         pct = prof.percentage_of_nodes_to_score
         if pct is None:
             pct = cfg.percentage_of_nodes_to_score or 0
+        generate: tuple[str, ...] = ()
+        placement_score: tuple[tuple[str, int], ...] = ()
+        if gates.topology_aware_workload_scheduling:
+            try:
+                placement = expand_placement_plugins(prof, ext_points)
+            except ExpansionError as exc:
+                raise ProfileError(f"profile {name!r}: {exc}") from exc
+            generate = tuple(p for p, _ in placement["placementGenerate"])
+            placement_score = tuple(placement["placementScore"])
+            for p in generate:
+                if p != TOPOLOGY_PLACEMENT_GENERATOR:
+                    raise ProfileError(
+                        f"profile {name!r}: placement generate plugin {p!r} is not "
+                        "implemented in this build"
+                    )
+            for p, _ in placement_score:
+                if p not in PLACEMENT_SCORERS:
+                    raise ProfileError(
+                        f"profile {name!r}: placement score plugin {p!r} is not "
+                        "implemented in this build"
+                    )
+            kept |= {p for p, _ in placement_score}
         try:
             profiles[name] = Profile(
-                name, filters, scores, _kernel_args(prof, kept), pct, plugins=plugins
+                name,
+                filters,
+                scores,
+                _kernel_args(prof, kept),
+                pct,
+                plugins=plugins,
+                placement_generate=generate,
+                placement_score=placement_score,
             )
         except ValueError as exc:
             raise ProfileError(f"profile {name!r}: {exc}") from exc

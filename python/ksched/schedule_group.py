@@ -66,6 +66,13 @@ from ksched.framework.interface import DEFERRED_ACTIONS_KEY, NOMINATING_KEY
 from ksched.framework.runtime import Framework
 from ksched.framework.status import Code, Status
 from ksched.metrics import PLUGIN_METRICS_SAMPLE_PERCENT
+from ksched.plugins.topology_placement import (
+    ERR_NO_PLACEMENTS,
+    Placement,
+    PlacementAssignments,
+    generate_placements,
+    score_placements,
+)
 from ksched.schedule_one import (
     GroupBinding,
     _begin,
@@ -277,14 +284,120 @@ def schedule_group(sched: Scheduler, first: QueuedPodInfo, driver: GroupDriver) 
 def algorithm(
     sched: Scheduler, fw: Framework, driver: GroupDriver, members: Sequence[QueuedPodInfo]
 ) -> GroupResult:
-    """The group's placement: one core call when it decides the group, else member by
-    member (see the module docstring). The snapshot is left as it was."""
+    """The group's placement (upstream ``podGroupSchedulingAlgorithm``): with the
+    TopologyAwareWorkloadScheduling gate, the best of its placements
+    (:func:`_placement_algorithm`), else the default algorithm on every node. The
+    snapshot is left as it was."""
+    if sched.feature_gates.topology_aware_workload_scheduling and isinstance(driver, InTreeGroup):
+        return _placement_algorithm(sched, fw, driver, members)
+    return _default_algorithm(sched, fw, driver, members, None)
+
+
+def _default_algorithm(
+    sched: Scheduler,
+    fw: Framework,
+    driver: GroupDriver,
+    members: Sequence[QueuedPodInfo],
+    nodes: list[str] | None,
+) -> GroupResult:
+    """One core call when it decides the group, else member by member (see the module
+    docstring); within ``nodes`` (a placement) when given."""
     need = driver.need(fw) if _one_call(fw, driver) else None
     if need is not None and driver.group_pre_filter(fw, members[0]) is None:
-        result = _one_call_algorithm(sched, fw, driver, members, need)
+        result = _one_call_algorithm(sched, fw, driver, members, need, nodes)
         if result is not None:
             return result
-    return _step_by_step(sched, fw, driver, members)
+    return _step_by_step(sched, fw, driver, members, nodes)
+
+
+def _placement_algorithm(
+    sched: Scheduler, fw: Framework, driver: InTreeGroup, members: Sequence[QueuedPodInfo]
+) -> GroupResult:
+    """Upstream ``podGroupSchedulingPlacementAlgorithm``: the placementGenerate plugin's
+    placements (all nodes without one), the default algorithm within each, and the
+    best of those that succeed by the placementScore plugins (ties at random)."""
+    snapshot: Any = sched.cache.snapshot
+    all_nodes: list[str] = snapshot.node_names()
+    state = sched.cache.pod_groups.get(driver.namespace, driver.name)
+    placements: list[Placement]
+    if fw.profile.placement_generate:
+        plugin = fw.profile.placement_generate[0]
+        began = _perf()
+        group = sched.pod_group_lister().get(driver.namespace, driver.name)
+        generated = generate_placements(
+            sched.handle,
+            group,
+            driver.namespace,
+            driver.name,
+            all_nodes,
+            state.scheduled_pods() if state is not None else None,
+        )
+        if not isinstance(generated, Status) and not generated:
+            generated = Status(Code.UNSCHEDULABLE, ERR_NO_PLACEMENTS, plugin=plugin)
+        code = generated.code if isinstance(generated, Status) else Code.SUCCESS
+        seconds = _perf() - began
+        fw.observe("PlacementGenerate", code, seconds)
+        fw.metrics.plugin_execution_duration.observe(
+            (plugin, "PlacementGenerate", code.value), seconds
+        )
+        if isinstance(generated, Status):
+            return GroupResult(status=generated)
+        placements = generated
+    else:
+        placements = [Placement("", all_nodes)]
+    first: GroupResult | None = None
+    successes: list[tuple[Placement, GroupResult]] = []
+    for placement in placements:
+        within = None if len(placement.nodes) == len(all_nodes) else placement.nodes
+        result = _default_algorithm(sched, fw, driver, members, within)
+        if result.status is not None and result.status.code is Code.ERROR:
+            return result
+        if first is None:
+            first = result
+        if result.status is None or result.waiting_on_preemption:
+            successes.append((placement, result))
+    assert first is not None
+    if not successes:
+        first.status = Status(
+            Code.UNSCHEDULABLE,
+            f"0/{len(placements)} placements are available, first placement status: "
+            f"{_as_error(first.status)}",
+        )
+        return first
+    if len(successes) == 1:
+        return successes[0][1]
+    began = _perf()
+    candidates = [
+        PlacementAssignments(p, [m.info.pod for m in r.members if m.node is not None])
+        for p, r in successes
+    ]
+    totals = score_placements(
+        sched.handle,
+        fw.profile.placement_score,
+        fw.profile.plugin_args,
+        state.scheduled_count if state is not None else 0,
+        candidates,
+    )
+    code = totals.code if isinstance(totals, Status) else Code.SUCCESS
+    fw.observe("PlacementScore", code, _perf() - began)
+    if isinstance(totals, Status):
+        return GroupResult(status=totals)
+    draws = [random.getrandbits(63) for _ in totals]
+    best = 0
+    for i in range(1, len(totals)):
+        if totals[i] > totals[best] or (totals[i] == totals[best] and draws[i] > draws[best]):
+            best = i
+    return successes[best][1]
+
+
+def _as_error(status: Status | None) -> str:
+    """``Status.AsError().Error()`` of a group status (its error is
+    errPodGroupUnschedulable when it has one)."""
+    if status is None:
+        return ""
+    if status.reasons and status.reasons[0] == GROUP_UNSCHEDULABLE:
+        return GROUP_UNSCHEDULABLE
+    return status.message
 
 
 def _one_call(fw: Framework, driver: GroupDriver) -> bool:
@@ -306,12 +419,13 @@ def _one_call_algorithm(
     driver: GroupDriver,
     members: Sequence[QueuedPodInfo],
     need: int,
+    nodes: list[str] | None = None,
 ) -> GroupResult | None:
     """The members placed by one core call; None when a member fit nowhere and the
     profile has PostFilter plugins (the step-by-step algorithm runs them)."""
     began = _perf()
     snapshot: Any = sched.cache.snapshot
-    gang = snapshot.schedule_gang([m.compiled for m in members], fw.profile.kernels, need)
+    gang = snapshot.schedule_gang([m.compiled for m in members], fw.profile.kernels, need, nodes)
     share = (_perf() - began) / len(members)
     if gang.placed < len(members) and fw.has_post_filter:
         return None
@@ -341,17 +455,21 @@ def _one_call_algorithm(
 
 
 def _step_by_step(
-    sched: Scheduler, fw: Framework, driver: GroupDriver, members: Sequence[QueuedPodInfo]
+    sched: Scheduler,
+    fw: Framework,
+    driver: GroupDriver,
+    members: Sequence[QueuedPodInfo],
+    nodes: list[str] | None = None,
 ) -> GroupResult:
     """Upstream's algorithm member by member, each tentatively assumed in the
-    snapshot (Reserve included) and reverted at the end."""
+    snapshot (Reserve included) and reverted at the end; within ``nodes`` when given."""
     cycle = PodGroupCycle(sched.cache.pod_groups, driver.cycle_key)
     result = GroupResult(status=_unschedulable())
     reverts: list[Callable[[], None]] = []
     requires_preemption = False
     try:
         for info in members:
-            m, revert, deferred = _member(sched, fw, cycle, info)
+            m, revert, deferred = _member(sched, fw, cycle, info, nodes)
             result.members.append(m)
             if m.status is not None and not m.requires_preemption:
                 if m.status.is_rejected():
@@ -384,7 +502,11 @@ def _message(status: Status) -> str:
 
 
 def _member(
-    sched: Scheduler, fw: Framework, cycle: PodGroupCycle, info: QueuedPodInfo
+    sched: Scheduler,
+    fw: Framework,
+    cycle: PodGroupCycle,
+    info: QueuedPodInfo,
+    nodes: list[str] | None = None,
 ) -> tuple[MemberResult, Callable[[], None] | None, list[Callable[[], None]]]:
     """One member through the algorithm (upstream ``podGroupPodSchedulingAlgorithm``):
     its result, the revert of its tentative assumption, and its deferred evictions."""
@@ -395,7 +517,18 @@ def _member(
     state.write(DEFERRED_ACTIONS_KEY, deferred)
     m = MemberResult(info, state)
     pod = info.pod
-    node, status, _ = _place(sched, fw, info, state)
+    placed: Any = None
+    if nodes is not None:
+        if fw.python_placement:
+            m.status = Status(
+                Code.ERROR,
+                "pod group placements are not supported with Python PreFilter, Filter "
+                "or Score plugins in the profile",
+            )
+            return m, None, []
+        snapshot: Any = sched.cache.snapshot
+        placed = snapshot.schedule_gang([info.compiled], fw.profile.kernels, 1, nodes).results[0]
+    node, status, _ = _place(sched, fw, info, state, placed)
     fw.ok_filter.observe(_perf() - began)
     if node is None:
         assert status is not None
@@ -601,7 +734,7 @@ class InTreeGroup:
         if status is None:
             condition = {"status": "True", "reason": REASON_SCHEDULED, "message": ""}
             metrics.pod_group_attempt("scheduled", fw.name, seconds)
-            log.info(
+            log.debug(
                 "successfully scheduled pod group %s: %d scheduled, %d unschedulable",
                 self.key,
                 result.scheduled,
@@ -658,20 +791,35 @@ class InTreeGroup:
         )
         conditions.insert(at, new)
         patch = {"status": {"conditions": conditions}}
+        # Coalesced per group, as pod status patches are (schedule_one.send_pod_status):
+        # a group retried many times a second sends the latest condition only.
+        pending = sched.pod_group_patches
+        key = self.key
+        if key in pending:
+            pending[key] = patch
+            return
+        pending[key] = patch
 
         async def _patch() -> None:
             from ksched.cluster import APIError
 
             try:
-                await sched.api.patch_object(
-                    kind="podgroups",
-                    namespace=self.namespace,
-                    name=self.name,
-                    patch=patch,
-                    patch_type="merge",
-                    subresource="status",
-                )
-            except (APIError, OSError) as exc:
-                log.warning("failed to update the status of pod group %s: %s", self.key, exc)
+                while True:
+                    sent = pending[key]
+                    try:
+                        await sched.api.patch_object(
+                            kind="podgroups",
+                            namespace=self.namespace,
+                            name=self.name,
+                            patch=sent,
+                            patch_type="merge",
+                            subresource="status",
+                        )
+                    except (APIError, OSError) as exc:
+                        log.warning("failed to update the status of pod group %s: %s", key, exc)
+                    if pending.get(key) == sent:
+                        return
+            finally:
+                pending.pop(key, None)
 
         sched.background(_patch())

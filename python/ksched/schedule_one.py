@@ -77,6 +77,7 @@ __all__ = [
     "record_failure",
     "schedule_one",
     "schedule_one_async",
+    "send_pod_status",
 ]
 
 _SAMPLE = PLUGIN_METRICS_SAMPLE_PERCENT / 100.0
@@ -878,13 +879,38 @@ def record_failure(
         patch_status["conditions"] = [condition]
     if nomination_changed:
         patch_status["nominatedNodeName"] = nominating or None
-    patch = {"status": patch_status}
+    send_pod_status(sched, pod, {"status": patch_status})
+
+
+def send_pod_status(sched: Scheduler, pod: Pod, patch: dict[str, Any]) -> None:
+    """Patch the pod's status in the background, coalesced per pod: while a patch of the
+    pod is in flight, a newer one waits and only the latest is sent after it (a pod
+    retried many times a second, e.g. a pod group's member popped from backoffQ, would
+    otherwise queue one API call per attempt; upstream's API dispatcher coalesces
+    them the same way)."""
+    pending = sched.status_patches
+    key = pod.key
+    if key in pending:
+        pending[key] = patch
+        return
+    pending[key] = patch
 
     async def _patch() -> None:
         try:
-            await sched.api.patch_pod_status(namespace=pod.namespace, name=pod.name, patch=patch)
-        except (APIError, OSError) as exc:
-            log.warning("could not update the PodScheduled condition of %s: %s", pod.key, exc)
+            while True:
+                sent = pending[key]
+                try:
+                    await sched.api.patch_pod_status(
+                        namespace=pod.namespace, name=pod.name, patch=sent
+                    )
+                except (APIError, OSError) as exc:
+                    log.warning(
+                        "could not update the PodScheduled condition of %s: %s", pod.key, exc
+                    )
+                if pending.get(key) == sent:
+                    return
+        finally:
+            pending.pop(key, None)
 
     sched.background(_patch())
 

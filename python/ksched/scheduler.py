@@ -325,6 +325,10 @@ class Scheduler:
             }
         )
         self.recorder = EventRecorder(api, instance=self.identity, qps=event_qps)
+        #: Pod status patches waiting to be sent, by pod key (send_pod_status).
+        self.status_patches: dict[str, dict[str, Any]] = {}
+        #: PodGroup status patches waiting to be sent, by group key.
+        self.pod_group_patches: dict[str, dict[str, Any]] = {}
         self.stats = SchedulingStats()
         #: Opportunistic batching: pods with the same scheduling signature popped
         #: together and placed by one Rust call. On when the Rust core offers

@@ -108,6 +108,8 @@ class PodGroup:
     min_count: int | None
     #: ``spec.schedulingConstraints.topology[0].key`` (v1.36 supports one), or None.
     topology_key: str | None
+    #: ``spec.schedulingConstraints`` is set (even without a topology).
+    has_constraints: bool
     #: ``util.PodGroupPriority``: ``spec.priority``, 0 when unset.
     priority: int
     #: ``status.conditions`` as stored (for the PodGroupScheduled condition).
@@ -142,7 +144,8 @@ def _parse_pod_group(cls: type[PodGroup], obj: dict[str, Any]) -> PodGroup:
     min_count: int | None = None
     if gang is not None:
         min_count = opt_int(gang.get("minCount"), "spec.schedulingPolicy.gang.minCount") or 0
-    constraints = opt_obj(spec.get("schedulingConstraints"), "spec.schedulingConstraints") or {}
+    raw_constraints = opt_obj(spec.get("schedulingConstraints"), "spec.schedulingConstraints")
+    constraints = raw_constraints or {}
     topology = opt_list(constraints.get("topology"), "spec.schedulingConstraints.topology") or []
     topology_key: str | None = None
     if topology:
@@ -159,6 +162,7 @@ def _parse_pod_group(cls: type[PodGroup], obj: dict[str, Any]) -> PodGroup:
         opt_int(meta.get("generation"), "metadata.generation") or 0,
         min_count,
         topology_key,
+        raw_constraints is not None,
         opt_int(spec.get("priority"), "spec.priority") or 0,
         tuple(conditions),
         obj,

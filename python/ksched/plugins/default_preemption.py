@@ -113,6 +113,8 @@ ERR_NO_VICTIMS: Final = "No preemption victims found for incoming pod"
 ERR_NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
 ERR_NO_CANDIDATE: Final = "no candidate node for preemption"
 ERR_WAITING: Final = "waiting for the preemption for this pod to be finished"
+ERR_NO_POD_GROUP: Final = "pod group for pod not found"
+ERR_PLACEMENT_BASED: Final = "not eligible due to placement-based pod group scheduling limitation"
 
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 REASON_PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
@@ -388,6 +390,8 @@ class DefaultPreemption:
         self.offset: Callable[[int], int] = self._rng.randrange
         self._clock = clock
         self._handle: Handle | None = None
+        #: scheduling.k8s.io PodGroups, read with TopologyAwareWorkloadScheduling on.
+        self._pod_groups: Any = None
         #: Preemptors whose victims are being deleted: uid → the last victim
         #: ``(namespace, name)`` once its deletion is under way (upstream ``preempting``
         #: and ``lastVictimsPendingPreemption``).
@@ -412,6 +416,11 @@ class DefaultPreemption:
 
     def setup(self, handle: Handle) -> None:
         self._handle = handle
+        gates = getattr(handle, "feature_gates", None)
+        if gates is not None and gates.topology_aware_workload_scheduling:
+            from ksched.plugins.workload_listers import pod_groups
+
+            self._pod_groups = pod_groups(handle.informer("podgroups"))
 
     @property
     def handle(self) -> Handle:
@@ -456,6 +465,14 @@ class DefaultPreemption:
         the scheduler awaits it in the pod's asynchronous cycle)."""
         h = self.handle
         h.metrics.preemption_attempts.inc()
+        if pod.scheduling_group and self._pod_groups is not None:
+            # Topology-aware workload scheduling: preempting for each placement tried
+            # would preempt many times over (upstream disables it for such groups).
+            group = self._pod_groups.get(pod.namespace, pod.scheduling_group)
+            if group is None:
+                return None, Status(Code.UNSCHEDULABLE, PREFIX + ERR_NO_POD_GROUP)
+            if group.has_constraints:
+                return None, Status(Code.UNSCHEDULABLE, PREFIX + ERR_PLACEMENT_BASED)
         extenders = [e for e in h.extenders if e.supports_preemption() and e.is_interested(pod)]
         out = self._preempt(state, pod, statuses, extenders)
         if isinstance(out, tuple):

@@ -3,6 +3,7 @@ GangScheduling's PreEnqueue and Permit, the pod group cycle placing a gang in on
 
 from __future__ import annotations
 
+from ksched.config import DEFAULT_FEATURE_GATES
 from ksched.sim import InMemoryCluster
 from ksched.sim.workloads import make_node, make_pod
 from tests.helpers import wait_for
@@ -306,3 +307,82 @@ def test_one_call_placement_equals_the_step_by_step_algorithm() -> None:
     assert [m.permit is None for m in fast.members] == [m.permit is None for m in slow.members]
     assert fast_sched.cache.snapshot.num_pods == 0  # type: ignore[attr-defined]
     assert slow_sched.cache.snapshot.num_pods == 0  # type: ignore[attr-defined]
+
+
+# ---- topology-aware placements (TopologyAwareWorkloadScheduling) ----------------------------
+
+TAS_GATES = DEFAULT_FEATURE_GATES.with_(
+    generic_workload=True, gang_scheduling=True, topology_aware_workload_scheduling=True
+)
+ZONE = "topology.kubernetes.io/zone"
+
+
+def _zone_nodes(c: InMemoryCluster, zones: dict[str, int], cpu: str = "2") -> None:
+    for z, n in zones.items():
+        for i in range(n):
+            c.create("nodes", make_node(f"{z}-{i}", cpu=cpu, labels={ZONE: z}))
+
+
+def test_the_gate_adds_the_placement_plugins_to_the_default_profile() -> None:
+    prof = profiles(gates=TAS_GATES)["default-scheduler"]
+    assert prof.placement_generate == ("TopologyPlacementGenerator",)
+    assert prof.placement_score == (("NodeResourcesFit", 1), ("PodGroupPodsCount", 1))
+
+
+async def test_gang_with_a_topology_constraint_lands_in_one_domain_that_fits() -> None:
+    c = InMemoryCluster()
+    _zone_nodes(c, {"za": 2, "zb": 3})
+    c.create(
+        "podgroups",
+        pod_group("g", 3, schedulingConstraints={"topology": [{"key": ZONE}]}),
+    )
+    async with Running(c, profiles(gates=TAS_GATES), gates=TAS_GATES):
+        for i in range(3):
+            c.create("pods", member(f"m{i}", "g", cpu="1500m"))
+        await wait_for(lambda: len(bound(c)) == 3)
+        assert {n.split("-")[0] for n in bound(c).values()} == {"zb"}
+
+
+async def test_placements_that_fit_are_ranked_most_allocated_first() -> None:
+    c = InMemoryCluster()
+    _zone_nodes(c, {"za": 3, "zb": 3}, cpu="4")
+    # zb is busier: packing the gang there scores higher (MostAllocated placement score).
+    for i in range(3):
+        c.create("pods", make_pod(f"busy{i}", cpu="2", node_name=f"zb-{i}"))
+    c.create(
+        "podgroups",
+        pod_group("g", 3, schedulingConstraints={"topology": [{"key": ZONE}]}),
+    )
+    async with Running(c, profiles(gates=TAS_GATES), gates=TAS_GATES):
+        for i in range(3):
+            c.create("pods", member(f"m{i}", "g", cpu="1"))
+        await wait_for(lambda: len(bound(c, "m")) == 3)
+        assert {n.split("-")[0] for n in bound(c, "m").values()} == {"zb"}
+
+
+async def test_gang_that_fits_no_domain_reports_its_placements() -> None:
+    c = InMemoryCluster()
+    _zone_nodes(c, {"za": 2, "zb": 2})
+    c.create(
+        "podgroups",
+        pod_group("g", 3, schedulingConstraints={"topology": [{"key": ZONE}]}),
+    )
+    async with Running(c, profiles(gates=TAS_GATES), gates=TAS_GATES):
+        for i in range(3):
+            c.create("pods", member(f"m{i}", "g", cpu="1500m", priority=10))
+        await wait_for(
+            lambda: bool(
+                (c.get("podgroups", "default/g") or {}).get("status", {}).get("conditions")
+            )
+        )
+        assert bound(c) == {}
+        cond = c.get("podgroups", "default/g")["status"]["conditions"][0]  # type: ignore[index]
+        assert cond["message"] == (
+            "0/2 placements are available, first placement status: pod group is unschedulable"
+        )
+        await wait_for(lambda: any(events_of(c, f"m{i}") for i in range(3)))
+        notes = [n for i in range(3) for n in events_of(c, f"m{i}")]
+        failing = [n for n in notes if n.startswith("0/2 nodes")]
+        assert failing and failing[0].endswith(
+            "preemption: not eligible due to placement-based pod group scheduling limitation."
+        )
