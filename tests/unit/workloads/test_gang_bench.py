@@ -27,3 +27,4 @@ async def test_embedded_run_binds_every_gang_whole() -> None:
     assert result.partial_placements == 0
     assert result.notes == []
     assert "partial placements  0" in result.table()
+    assert "after the clock started" in result.table()
