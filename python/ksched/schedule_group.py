@@ -56,6 +56,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ksched.api.errors import quote
 from ksched.api.pod import Pod
 from ksched.api.workloads import PodGroup
 from ksched.backend.cache.podgroups import PodGroupState, PodGroupStates
@@ -251,7 +252,7 @@ def schedule_group(sched: Scheduler, first: QueuedPodInfo, driver: GroupDriver) 
         status = Status(
             Code.ERROR,
             "all pods in a single pod group should have the same .spec.schedulerName set, "
-            f"got: {mismatch!r} and {names[0]!r}".replace("'", '"'),
+            f"got: {quote(mismatch)} and {quote(names[0])}",
         )
         for info in infos:
             fw_of = sched.frameworks.get(info.pod.scheduler_name)

@@ -386,3 +386,25 @@ async def test_gang_that_fits_no_domain_reports_its_placements() -> None:
         assert failing and failing[0].endswith(
             "preemption: not eligible due to placement-based pod group scheduling limitation."
         )
+
+
+async def test_members_naming_different_schedulers_fail_with_upstreams_error() -> None:
+    c = InMemoryCluster()
+    c.create("nodes", make_node("n0", cpu="8"))
+    c.create("podgroups", pod_group("g", 2))
+    prof = profiles(
+        """\
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: other
+"""
+    )
+    async with Running(c, prof):
+        c.create("pods", member("a", "g"))
+        c.create("pods", member("b", "g", scheduler_name="other"))
+        await wait_for(lambda: bool(events_of(c, "a")) and bool(events_of(c, "b")))
+        for name in ("a", "b"):
+            assert events_of(c, name)[0].startswith(
+                "all pods in a single pod group should have the same .spec.schedulerName set, got: "
+            )
+        assert bound(c) == {}
