@@ -778,7 +778,10 @@ class InTreeGroup:
             return
         new = {"type": POD_GROUP_SCHEDULED, **condition, "observedGeneration": group.generation}
         if existing is not None:
-            if all(existing.get(k) == v for k, v in new.items()):
+            if (
+                all(existing.get(k, "") == new[k] for k in ("status", "reason", "message"))
+                and (existing.get("observedGeneration") or 0) == group.generation
+            ):
                 return  # apimeta.SetStatusCondition: nothing changes
             changed_status = existing.get("status") != new["status"]
             ltt = existing.get("lastTransitionTime")
