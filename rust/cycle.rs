@@ -973,16 +973,33 @@ impl Snapshot {
         keep_scores: bool,
         use_nomination: bool,
     ) -> Outcome {
+        self.schedule_within(pod, profile, keep_scores, use_nomination, None)
+    }
+
+    /// `schedule` restricted to `within` (slots in examination order): a pod group's
+    /// placement, as upstream's `AssumePlacement`. Only those nodes are filtered, counted
+    /// in `num_all_nodes` and sampled (the start index wraps over them); a nominated
+    /// node outside them is not tried first. PreFilter and Score still see every node
+    /// (upstream's plugins list the whole snapshot).
+    pub fn schedule_within(
+        &mut self,
+        pod: &CompiledPod,
+        profile: &Profile,
+        keep_scores: bool,
+        use_nomination: bool,
+        within: Option<&[u32]>,
+    ) -> Outcome {
         let mut st = self.prefilter(pod, profile);
+        let num_all_nodes = within.map_or_else(|| self.num_nodes(), <[u32]>::len);
         let mut nominated_failure: Option<(u32, Reject)> = None;
         if use_nomination {
-            match self.evaluate_nominated_node(pod, profile, &mut st) {
+            match self.evaluate_nominated_node(pod, profile, &mut st, within) {
                 Some((slot, None)) => {
                     return Outcome {
                         chosen: Some(slot),
                         evaluated_nodes: 1,
                         feasible_nodes: 1,
-                        num_all_nodes: self.num_nodes(),
+                        num_all_nodes,
                         ..Outcome::default()
                     }
                 }
@@ -991,7 +1008,7 @@ impl Snapshot {
                 Some((slot, Some(r))) if r.detail == DETAIL_ERROR => {
                     return Outcome {
                         evaluated_nodes: 1,
-                        num_all_nodes: self.num_nodes(),
+                        num_all_nodes,
                         error: Some((slot, r)),
                         state: Some(st),
                         ..Outcome::default()
@@ -1003,7 +1020,14 @@ impl Snapshot {
         }
         self.ensure_order();
         let order = std::mem::take(&mut self.order);
-        let mut out = self.schedule_with(&order, profile, &st, keep_scores, nominated_failure);
+        let mut out = self.schedule_with(
+            within.unwrap_or(&order),
+            &order,
+            profile,
+            &st,
+            keep_scores,
+            nominated_failure,
+        );
         out.narrowed = st.allowed.is_some();
         self.order = order;
         if out.chosen.is_none() {
@@ -1013,20 +1037,23 @@ impl Snapshot {
     }
 
     /// Upstream `evaluateNominatedNode`: the pod's nominated node (when it is a node of
-    /// the snapshot and no PreFilter rejected the pod) and its Filter verdict. A
-    /// rejection names its plugin in `st.absent_plugins` too (see [`Snapshot::schedule`]),
-    /// which also gets NodeAffinity when its PreFilter result narrowed the nodes.
+    /// the snapshot, within the placement if any, and no PreFilter rejected the pod) and
+    /// its Filter verdict. A rejection names its plugin in `st.absent_plugins` too (see
+    /// [`Snapshot::schedule`]), which also gets NodeAffinity when its PreFilter result
+    /// narrowed the nodes.
     fn evaluate_nominated_node(
         &self,
         pod: &CompiledPod,
         profile: &Profile,
         st: &mut PodState,
+        within: Option<&[u32]>,
     ) -> Option<(u32, Option<Reject>)> {
         let mut verdict = None;
         if st.prefilter_reject.is_none() && !pod.nominated_node_name.is_empty() {
             verdict = self
                 .slot_of(&pod.nominated_node_name)
                 .filter(|&s| self.has_node[s as usize])
+                .filter(|s| within.is_none_or(|w| w.contains(s)))
                 .map(|slot| (slot, self.filter_node(profile, st, slot)));
         }
         if st.allowed.is_some() {
@@ -1041,9 +1068,13 @@ impl Snapshot {
         verdict
     }
 
+    /// Filter `all` (from the start index, with sampling) and score the feasible nodes;
+    /// `score_all` is every node of the snapshot, which scoring reads (`all` itself
+    /// unless a placement restricts the attempt).
     fn schedule_with(
         &mut self,
         all: &[u32],
+        score_all: &[u32],
         profile: &Profile,
         st: &PodState,
         keep_scores: bool,
@@ -1169,7 +1200,7 @@ impl Snapshot {
             _ => {}
         }
         out.failures.clear();
-        let totals = self.score_nodes(profile, st, &feasible, all);
+        let totals = self.score_nodes(profile, st, &feasible, score_all);
         out.chosen = Some(self.select_host(&feasible, &totals));
         if keep_scores {
             let mut scored: Vec<(u32, i64)> = feasible.iter().copied().zip(totals).collect();
@@ -1190,7 +1221,7 @@ impl Snapshot {
         let mut st = self.prefilter(pod, profile);
         // The nominated node is examined whatever the PreFilter result (as the cycle
         // does first), so a left-out nominated node reports its own verdict.
-        let nominated = match self.evaluate_nominated_node(pod, profile, &mut st) {
+        let nominated = match self.evaluate_nominated_node(pod, profile, &mut st, None) {
             Some((slot, Some(_))) => Some(slot),
             _ => None,
         };

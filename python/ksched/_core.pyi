@@ -16,6 +16,7 @@ __all__ = [
     "CompiledPod",
     "DraAllocator",
     "DraDevices",
+    "GangResult",
     "NodeVolumeLimitsRequest",
     "PreemptionDryRun",
     "Profile",
@@ -246,6 +247,23 @@ class DraAllocator:
     def num_claims(self) -> int: ...
 
 @final
+class GangResult:
+    """The outcome of :meth:`Snapshot.schedule_gang`."""
+
+    @property
+    def results(self) -> list[ScheduleResult]:
+        """One result per member, in the order they were given."""
+    @property
+    def placed(self) -> int:
+        """How many members fit."""
+    @property
+    def need(self) -> int:
+        """How many members had to fit for the group to be placed."""
+    @property
+    def schedulable(self) -> bool:
+        """At least ``need`` members (and at least one) fit."""
+
+@final
 class ScheduleResult:
     """The outcome of one attempt."""
 
@@ -342,6 +360,18 @@ class Snapshot:
     def schedule_batch(self, pods: list[CompiledPod], profile: Profile) -> list[ScheduleResult]:
         """Place pods in order as successive ``schedule`` calls would (each placed pod
         accounted before the next); accounting is undone before returning."""
+    def schedule_gang(
+        self,
+        pods: list[CompiledPod],
+        profile: Profile,
+        need: int,
+        nodes: list[str] | None = None,
+    ) -> GangResult:
+        """Place a pod group all-or-nothing: ``pods`` in order, each member that fits
+        accounted on its node before the next is tried (its own nomination suspended
+        meanwhile), within the nodes named by ``nodes`` when given (a placement); the
+        group is schedulable when at least ``need`` members fit. Accounting and
+        nominations are restored before returning."""
     def filter_node(
         self, pod: CompiledPod, profile: Profile, node_name: str
     ) -> tuple[bool, str, list[str]] | None:

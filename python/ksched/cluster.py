@@ -38,6 +38,12 @@ Kind = Literal[
     "resourceslices",
     "deviceclasses",
     "resourceclaims",
+    # Workload-aware scheduling: scheduling.k8s.io/v1alpha2 PodGroups (GangScheduling),
+    # and the scheduler-plugins CRDs (scheduling.x-k8s.io/v1alpha1), whose keys carry
+    # their group: the in-tree PodGroup and the CRD one are different resources.
+    "podgroups",
+    "podgroups.scheduling.x-k8s.io",
+    "elasticquotas.scheduling.x-k8s.io",
 ]
 
 #: Where each kind lives in the API: ``(group/version path prefix, namespaced)``.
@@ -62,6 +68,9 @@ KIND_PATHS: dict[str, tuple[str, bool]] = {
     "resourceslices": ("/apis/resource.k8s.io/v1", False),
     "deviceclasses": ("/apis/resource.k8s.io/v1", False),
     "resourceclaims": ("/apis/resource.k8s.io/v1", True),
+    "podgroups": ("/apis/scheduling.k8s.io/v1alpha2", True),
+    "podgroups.scheduling.x-k8s.io": ("/apis/scheduling.x-k8s.io/v1alpha1", True),
+    "elasticquotas.scheduling.x-k8s.io": ("/apis/scheduling.x-k8s.io/v1alpha1", True),
 }
 
 #: The ``Kind`` of each kind's objects (``kind`` field), for messages and events.
@@ -84,7 +93,25 @@ KIND_NAMES: dict[str, str] = {
     "resourceslices": "ResourceSlice",
     "deviceclasses": "DeviceClass",
     "resourceclaims": "ResourceClaim",
+    "podgroups": "PodGroup",
+    "podgroups.scheduling.x-k8s.io": "PodGroup",
+    "elasticquotas.scheduling.x-k8s.io": "ElasticQuota",
 }
+
+#: Cluster-event resource names that are not the kind's ``KIND_NAMES`` entry: plugins
+#: name the events of custom resources by ``<plural>.<version>.<group>``, as
+#: scheduler-plugins registers them (``fwk.EventResource``).
+EVENT_RESOURCES: dict[str, str] = {
+    "podgroups.scheduling.x-k8s.io": "podgroups.v1alpha1.scheduling.x-k8s.io",
+    "elasticquotas.scheduling.x-k8s.io": "elasticquotas.v1alpha1.scheduling.x-k8s.io",
+}
+
+
+def resource_of(kind: str) -> str:
+    """The kind's resource in URLs: its key up to the first dot (``podgroups`` for
+    ``podgroups.scheduling.x-k8s.io``)."""
+    return kind.partition(".")[0]
+
 
 #: Patch content types for :meth:`ClusterAPI.patch_object`.
 PatchType = Literal["merge", "strategic", "json"]

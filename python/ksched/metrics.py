@@ -30,6 +30,9 @@ Metric names and labels (upstream ``pkg/scheduler/metrics``):
 * ``scheduler_preemption_attempts_total``, ``scheduler_preemption_victims``
 * ``scheduler_dra_bindingconditions_allocations_total{profile,driver,status}``,
   ``scheduler_dra_bindingconditions_wait_duration_seconds{profile,driver,status}``
+* with the GenericWorkload gate: ``scheduler_podgroup_schedule_attempts_total{result,
+  profile}``, ``scheduler_podgroup_scheduling_attempt_duration_seconds{result,profile}``,
+  ``scheduler_podgroup_scheduling_algorithm_duration_seconds``
 """
 
 from __future__ import annotations
@@ -300,6 +303,26 @@ class SchedulerMetrics:
             exponential_buckets(0.1, 2, 14),
             ("profile", "driver", "status"),
         )
+        # Registered only with the GenericWorkload gate (enable_pod_group_metrics).
+        self.pod_group_schedule_attempts = Counter(
+            s + "podgroup_schedule_attempts_total",
+            "Number of attempts to schedule pod group, by the result. 'unschedulable' means "
+            "a pod group could not be scheduled, while 'error' means an internal scheduler "
+            "problem.",
+            ("result", "profile"),
+        )
+        self.pod_group_scheduling_attempt_duration = Histogram(
+            s + "podgroup_scheduling_attempt_duration_seconds",
+            "Pod group scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            exponential_buckets(0.001, 2, 15),
+            ("result", "profile"),
+        )
+        self.pod_group_scheduling_algorithm_duration = Histogram(
+            s + "podgroup_scheduling_algorithm_duration_seconds",
+            "Pod group scheduling algorithm latency in seconds",
+            exponential_buckets(0.001, 2, 15),
+        )
+        self._pod_group_metrics = False
         #: Series without labels, kept at hand for the hot path.
         self.attempts_series = self.pod_scheduling_attempts.child(())
         self._sli: list[HistogramSeries | None] = [None] * 16
@@ -325,6 +348,31 @@ class SchedulerMetrics:
                 ]
             )
         )
+
+    def enable_pod_group_metrics(self) -> None:
+        """Register the ``scheduler_podgroup_*`` metrics (upstream registers them with
+        the GenericWorkload gate on)."""
+        if self._pod_group_metrics:
+            return
+        self._pod_group_metrics = True
+        self.registry.register(
+            _Collector(
+                [
+                    self.pod_group_schedule_attempts,
+                    self.pod_group_scheduling_attempt_duration,
+                    self.pod_group_scheduling_algorithm_duration,
+                ]
+            )
+        )
+
+    def pod_group_attempt(self, result: str, profile: str, seconds: float) -> None:
+        """One pod group cycle ended with ``result`` (scheduled, unschedulable,
+        waiting_on_preemption, error)."""
+        self.pod_group_schedule_attempts.inc((result, profile))
+        self.pod_group_scheduling_attempt_duration.observe((result, profile), seconds)
+
+    def pod_group_algorithm(self, seconds: float) -> None:
+        self.pod_group_scheduling_algorithm_duration.observe((), seconds)
 
     # ---- recording helpers used on the hot path ----------------------------------------
 

@@ -37,17 +37,22 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ksched import _core
 from ksched.config import (
+    DEFAULT_FEATURE_GATES,
     EXTENSION_POINTS,
     ExpansionError,
+    FeatureGates,
     KubeSchedulerConfiguration,
     KubeSchedulerProfile,
     UnknownArgs,
+    expand_placement_plugins,
     expand_profile_plugins,
 )
 from ksched.config.types import to_dict
 from ksched.framework.builtins import default_plugins
 from ksched.framework.profile import Profile
 from ksched.framework.registry import METHOD_POINTS, Registry, RegistryError, default_registry
+from ksched.plugins.topology_placement import PLACEMENT_SCORERS, TOPOLOGY_PLACEMENT_GENERATOR
+from ksched.plugins.workloads import WORKLOAD_PLUGINS
 
 if TYPE_CHECKING:
     from ksched.framework.interface import Handle
@@ -219,7 +224,15 @@ def _python_plugins(
     plugins: list[Any] = []
     restricted = False
     for plugin, at in enabled_at.items():
-        if plugin in registry:
+        factory = WORKLOAD_PLUGINS.get(plugin)
+        if factory is not None:
+            try:
+                instance = factory(_plain_args(prof, plugin))
+            except ValueError as exc:
+                raise ProfileError(f"profile {name!r}: plugin {plugin}: {exc}") from exc
+            plugins.append(ConfiguredPlugin(instance, at, weight=weights.get(plugin, 1)))
+            restricted = True
+        elif plugin in registry:
             try:
                 args = _plain_args(prof, plugin)
                 instance = registry.create(plugin, args, cast("Handle", handle))
@@ -271,7 +284,10 @@ def _kernel_args(prof: KubeSchedulerProfile, kept: set[str]) -> dict[str, Mappin
 
 
 def build_profiles(
-    cfg: KubeSchedulerConfiguration, registry: Registry | None = None
+    cfg: KubeSchedulerConfiguration,
+    registry: Registry | None = None,
+    *,
+    gates: FeatureGates = DEFAULT_FEATURE_GATES,
 ) -> dict[str, Profile]:
     """schedulerName → :class:`Profile` for every profile of ``cfg`` (loaded and valid).
 
@@ -279,6 +295,11 @@ def build_profiles(
     :func:`~ksched.framework.registry.default_registry`). Raises :class:`ProfileError`
     when a profile cannot be built (its plugin set, a plugin factory, its kernels).
     """
+    if gates.workload_aware_preemption:
+        raise ProfileError(
+            "feature gate WorkloadAwarePreemption (pod group preemption) is not supported "
+            "by this build of ksched; disable it"
+        )
     reg = registry if registry is not None else default_registry()
     ext_points = reg.extension_points()
     profiles: dict[str, Profile] = {}
@@ -296,9 +317,38 @@ def build_profiles(
         pct = prof.percentage_of_nodes_to_score
         if pct is None:
             pct = cfg.percentage_of_nodes_to_score or 0
+        generate: tuple[str, ...] = ()
+        placement_score: tuple[tuple[str, int], ...] = ()
+        if gates.topology_aware_workload_scheduling:
+            try:
+                placement = expand_placement_plugins(prof, ext_points)
+            except ExpansionError as exc:
+                raise ProfileError(f"profile {name!r}: {exc}") from exc
+            generate = tuple(p for p, _ in placement["placementGenerate"])
+            placement_score = tuple(placement["placementScore"])
+            for p in generate:
+                if p != TOPOLOGY_PLACEMENT_GENERATOR:
+                    raise ProfileError(
+                        f"profile {name!r}: placement generate plugin {p!r} is not "
+                        "implemented in this build"
+                    )
+            for p, _ in placement_score:
+                if p not in PLACEMENT_SCORERS:
+                    raise ProfileError(
+                        f"profile {name!r}: placement score plugin {p!r} is not "
+                        "implemented in this build"
+                    )
+            kept |= {p for p, _ in placement_score}
         try:
             profiles[name] = Profile(
-                name, filters, scores, _kernel_args(prof, kept), pct, plugins=plugins
+                name,
+                filters,
+                scores,
+                _kernel_args(prof, kept),
+                pct,
+                plugins=plugins,
+                placement_generate=generate,
+                placement_score=placement_score,
             )
         except ValueError as exc:
             raise ProfileError(f"profile {name!r}: {exc}") from exc

@@ -127,7 +127,17 @@ KUBE_VERSION = "1.36.0"
 #: ``NewLeaderHealthzAdaptor(time.Second * 20)`` in kube-scheduler.
 LEADER_WATCHDOG_TOLERANCE = 20.0
 #: Feature gates ``ksched run`` knows (others are accepted and ignored, with a warning).
-FEATURE_GATES = {"CoordinatedLeaderElection": False, "StorageCapacityScoring": False}
+FEATURE_GATES = {
+    "CoordinatedLeaderElection": False,
+    # VolumeBinding's storage capacity score (alpha in v1.36).
+    "StorageCapacityScoring": False,
+    # Workload-aware scheduling (alpha in v1.36): the Workload/PodGroup API, gang
+    # scheduling, topology-aware placements and workload-aware preemption.
+    "GenericWorkload": False,
+    "GangScheduling": False,
+    "TopologyAwareWorkloadScheduling": False,
+    "WorkloadAwarePreemption": False,
+}
 
 
 class RunError(Exception):
@@ -141,13 +151,15 @@ class LeaderElectionLost(RunError):
 # ------------------------------------------------------------------------- profiles
 
 
-def profiles_from_config(cfg: KubeSchedulerConfiguration) -> dict[str, Profile]:
+def profiles_from_config(
+    cfg: KubeSchedulerConfiguration, gates: FeatureGates = DEFAULT_FEATURE_GATES
+) -> dict[str, Profile]:
     """schedulerName → :class:`Profile` for every configured profile, with the installed
     out-of-tree plugins (:func:`ksched.profiles.build_profiles`, shared with
     ``ksched simulate --config``). Raises :class:`RunError` when a profile cannot be
     built."""
     try:
-        return build_profiles(cfg)
+        return build_profiles(cfg, gates=gates)
     except ProfileError as exc:
         raise RunError(str(exc)) from exc
 
@@ -210,6 +222,14 @@ class RunOptions:
     authorization_always_allow_paths: Sequence[str] = ALWAYS_ALLOW_PATHS
     feature_gates: dict[str, bool] = field(default_factory=dict)
 
+    def gates(self) -> FeatureGates:
+        """The gates that change scheduling (``--feature-gates`` over v1.36's defaults).
+        Raises :class:`RunError` when an enabled gate depends on a disabled one."""
+        try:
+            return DEFAULT_FEATURE_GATES.with_flags(self.feature_gates)
+        except ValueError as exc:
+            raise RunError(f"--feature-gates: {exc}") from exc
+
 
 def parse_feature_gates(text: str) -> dict[str, bool]:
     """``--feature-gates=A=true,B=false`` (component-base syntax)."""
@@ -225,17 +245,6 @@ def parse_feature_gates(text: str) -> dict[str, bool]:
     return gates
 
 
-def config_gates(gates: Mapping[str, bool]) -> FeatureGates:
-    """The gates that change config defaults and validation: v1.36's defaults with
-    ``--feature-gates`` applied (StorageCapacityScoring gives VolumeBinding its default
-    ``shape``, and with it the storage capacity score)."""
-    return DEFAULT_FEATURE_GATES.with_(
-        storage_capacity_scoring=gates.get(
-            "StorageCapacityScoring", FEATURE_GATES["StorageCapacityScoring"]
-        )
-    )
-
-
 @dataclass(slots=True)
 class RunStatus:
     """What the readiness checks and the endpoints read while ``ksched run`` runs."""
@@ -247,7 +256,7 @@ class RunStatus:
 
 def resolve_config(opts: RunOptions) -> KubeSchedulerConfiguration:
     """Load the config file (or the defaults) and apply the flags that override it."""
-    gates = config_gates(opts.feature_gates)
+    gates = opts.gates()
     if opts.config:
         registry = default_registry()
         cfg = load_config(
@@ -289,14 +298,16 @@ def new_scheduler(
     profiles: Mapping[str, Profile] | None = None,
     seed: int | None = None,
     identity: str | None = None,
+    gates: FeatureGates = DEFAULT_FEATURE_GATES,
 ) -> Scheduler:
     """The scheduler ``ksched run`` builds from a loaded configuration (profiles,
-    backoffs, extenders), on ``api``; not started."""
+    backoffs, extenders) and the feature gates, on ``api``; not started."""
     if profiles is None:
-        profiles = profiles_from_config(cfg)
+        profiles = profiles_from_config(cfg, gates)
     return Scheduler(
         api,
         profiles,
+        feature_gates=gates,
         pod_initial_backoff=float(cfg.pod_initial_backoff_seconds or 1),
         pod_max_backoff=float(cfg.pod_max_backoff_seconds or 10),
         seed=seed,
@@ -333,6 +344,7 @@ async def serve(
     identity: str | None = None,
     elector: LeaderElector | None = None,
     status: RunStatus | None = None,
+    gates: FeatureGates = DEFAULT_FEATURE_GATES,
 ) -> Scheduler:
     """Schedule on ``api`` until ``stop`` is set, then shut down gracefully.
 
@@ -366,7 +378,9 @@ async def serve(
         sched_api = FencedClusterAPI(api, gate)
         if set_write_guard is not None:
             set_write_guard(gate.admit_request)
-    sched = new_scheduler(cfg, sched_api, profiles=profiles, seed=seed, identity=identity)
+    sched = new_scheduler(
+        cfg, sched_api, profiles=profiles, seed=seed, identity=identity, gates=gates
+    )
     status.sched = sched
     registry = registry if registry is not None else metrics_registry(sched)
     collectors: list[Collector] = [UnclaimedPodsCollector(sched)]
@@ -610,7 +624,7 @@ async def _run(
         if candidate is not None:
             candidate_task = asyncio.get_running_loop().create_task(candidate.run(candidate_stop))
         await serve(cfg, api, stop=stop, profiles=profiles, identity=identity,
-                    elector=elector, status=status)  # fmt: skip
+                    elector=elector, status=status, gates=opts.gates())  # fmt: skip
     except LeaderElectionLost as exc:
         # Upstream exits at once (klog.FlushAndExit): bindings in flight are abandoned,
         # the new leader schedules whatever they leave pending.
@@ -665,7 +679,7 @@ def main(opts: RunOptions | argparse.Namespace) -> int:
         )
     try:
         cfg = resolve_config(opts)
-    except ConfigError as exc:
+    except (ConfigError, RunError) as exc:
         log.error("%s", exc)
         return 1
     if opts.write_config_to:
@@ -674,7 +688,7 @@ def main(opts: RunOptions | argparse.Namespace) -> int:
         return 0
     try:
         check_supported(cfg)
-        profiles = profiles_from_config(cfg)  # fail before connecting
+        profiles = profiles_from_config(cfg, opts.gates())  # fail before connecting
     except RunError as exc:
         log.error("%s", exc)
         return 1

@@ -78,11 +78,13 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "Binder",
+    "GroupBinding",
     "SchedulingStats",
     "needs_extenders",
     "record_failure",
     "schedule_one",
     "schedule_one_async",
+    "send_pod_status",
 ]
 
 _SAMPLE = PLUGIN_METRICS_SAMPLE_PERCENT / 100.0
@@ -176,7 +178,7 @@ def _post_filter(
 ) -> Status:
     if deferred is not None:
         deferred.append((fit, statuses))
-    elif fw.has_post_filter:
+    elif fw.has_post_filter and not state.skip_post_filter:
         state.write(COMPILED_POD_KEY, info.compiled)
         res, s = fw.run_post_filter(state, info.pod, statuses)
         fit.post_filter_msg = s.message
@@ -761,10 +763,17 @@ def schedule_one(
 
 
 def _reserve_and_bind(
-    sched: Scheduler, fw: Framework, info: QueuedPodInfo, state: CycleState, node: str, start: float
-) -> None:
+    sched: Scheduler,
+    fw: Framework,
+    info: QueuedPodInfo,
+    state: CycleState,
+    node: str,
+    start: float,
+    group: GroupBinding | None = None,
+) -> bool:
     """The rest of a cycle that chose ``node``: assume, Reserve, Permit, then spawn the
-    binding cycle (or unreserve, forget and report the failure)."""
+    binding cycle (or unreserve, forget and report the failure; False then). ``group``
+    ties the binding to the other members of the pod's group."""
     pod = info.pod
     queue = sched.queue
     cache = sched.cache
@@ -795,8 +804,10 @@ def _reserve_and_bind(
                     else frozenset(),
                 )
                 s = Status(s.code, fit.message, plugin=s.plugin, error=fit)
+            if group is not None:
+                group.drop(pod.uid)
             handle_scheduling_failure(sched, fw, info, s, start)
-            return
+            return False
     else:
         # No plugin at Reserve or Permit: record the (empty) extension points.
         fw.ok_reserve.counts[0] += 1
@@ -807,7 +818,8 @@ def _reserve_and_bind(
     sched.stats.scheduled += 1
     if not waiting:
         queue.done(pod.uid)
-    sched.binder.spawn(info, node, fw, state, start, waiting)
+    sched.binder.spawn(info, node, fw, state, start, waiting, group)
+    return True
 
 
 def batchable(sched: Scheduler, info: QueuedPodInfo) -> bool:
@@ -984,13 +996,38 @@ def record_failure(
         patch_status["conditions"] = [condition]
     if nomination_changed:
         patch_status["nominatedNodeName"] = nominating or None
-    patch = {"status": patch_status}
+    send_pod_status(sched, pod, {"status": patch_status})
+
+
+def send_pod_status(sched: Scheduler, pod: Pod, patch: dict[str, Any]) -> None:
+    """Patch the pod's status in the background, coalesced per pod: while a patch of the
+    pod is in flight, a newer one waits and only the latest is sent after it (a pod
+    retried many times a second, e.g. a pod group's member popped from backoffQ, would
+    otherwise queue one API call per attempt; upstream's API dispatcher coalesces
+    them the same way)."""
+    pending = sched.status_patches
+    key = pod.key
+    if key in pending:
+        pending[key] = patch
+        return
+    pending[key] = patch
 
     async def _patch() -> None:
         try:
-            await sched.api.patch_pod_status(namespace=pod.namespace, name=pod.name, patch=patch)
-        except (APIError, OSError) as exc:
-            log.warning("could not update the PodScheduled condition of %s: %s", pod.key, exc)
+            while True:
+                sent = pending[key]
+                try:
+                    await sched.api.patch_pod_status(
+                        namespace=pod.namespace, name=pod.name, patch=sent
+                    )
+                except (APIError, OSError) as exc:
+                    log.warning(
+                        "could not update the PodScheduled condition of %s: %s", pod.key, exc
+                    )
+                if pending.get(key) == sent:
+                    return
+        finally:
+            pending.pop(key, None)
 
     _track_status_patch(sched, pod.key, sched.background(_patch()))
 
@@ -1047,6 +1084,48 @@ async def _extenders_bind(
     return False, None
 
 
+class GroupBinding:
+    """The binding cycles of one pod group's members, tied together: no member sends
+    its Bind until every member has passed WaitOnPermit and PreBind, and a member that
+    fails before that point fails the members still waiting with it, which are then
+    unreserved, forgotten and sent back together. Once the Binds are sent, a member
+    whose Bind fails is retried alone (the API cannot unbind the others)."""
+
+    __slots__ = ("_arrived", "_expected", "_ready", "failure", "key")
+
+    def __init__(self, key: str, uids: Sequence[str]) -> None:
+        self.key = key
+        self._expected = set(uids)
+        self._arrived: set[str] = set()
+        self._ready = asyncio.Event()
+        #: The member that failed before binding, and why ("" while none did).
+        self.failure = ""
+
+    def drop(self, uid: str) -> None:
+        """A member left the group's binding before its binding cycle began (its
+        Reserve or Permit failed): the others do not wait for it."""
+        self._expected.discard(uid)
+        self._check()
+
+    def fail(self, uid: str, pod_key: str, message: str) -> None:
+        self._expected.discard(uid)
+        if not self.failure:
+            self.failure = f"{pod_key}: {message}"
+        self._ready.set()
+
+    def _check(self) -> None:
+        if self._expected <= self._arrived:
+            self._ready.set()
+
+    async def arrive(self, uid: str) -> bool:
+        """The member passed PreBind; True once every member has (bind now), False when
+        a member failed before binding."""
+        self._arrived.add(uid)
+        self._check()
+        await self._ready.wait()
+        return not self.failure
+
+
 class Binder:
     """Runs binding cycles as tasks and tracks the ones in flight."""
 
@@ -1062,9 +1141,10 @@ class Binder:
         state: CycleState,
         start: float,
         waiting: bool = False,
+        group: GroupBinding | None = None,
     ) -> None:
         task = asyncio.get_running_loop().create_task(
-            self._bind(info, node, fw, state, start, waiting)
+            self._bind(info, node, fw, state, start, waiting, group)
         )
         self._in_flight.add(task)
         task.add_done_callback(self._in_flight.discard)
@@ -1081,6 +1161,7 @@ class Binder:
         state: CycleState,
         start: float,
         waiting: bool,
+        group: GroupBinding | None = None,
     ) -> None:
         sched = self._sched
         pod = info.pod
@@ -1107,12 +1188,22 @@ class Binder:
                 if s.is_rejected():
                     fit = FitError(1, {s.message: 1}, unschedulable_plugins=frozenset((s.plugin,)))
                     s = Status(s.code, fit.message, plugin=s.plugin, error=fit)
+                if group is not None:
+                    group.fail(pod.uid, pod.key, s.message)
                 self._failed(info, node, fw, state, start, s)
                 return
             # Failures from here on cannot make the pod "unschedulable": stop
             # recording in-flight events for it.
             sched.queue.done(pod.uid)
         s = await fw.run_pre_bind(state, pod, node) if fw.points.pre_bind else None
+        if group is not None:
+            if s is not None:
+                group.fail(pod.uid, pod.key, s.message)
+            elif not await group.arrive(pod.uid):
+                s = Status(
+                    Code.ERROR,
+                    f"pod group {group.key}: member {group.failure} failed before binding",
+                )
         if s is None:
             bound = False
             if fw.extenders:

@@ -44,6 +44,7 @@ from ksched.api.errors import InvalidObjectError
 from ksched.api.node import Node
 from ksched.api.pod import DEFAULT_SCHEDULER_NAME, Pod
 from ksched.backend.cache import Cache
+from ksched.backend.cache.podgroups import PodGroupStates
 from ksched.backend.compile import compile_pod
 from ksched.backend.controllers import KINDS as CONTROLLER_KINDS
 from ksched.backend.controllers import ControllerIndex
@@ -53,6 +54,7 @@ from ksched.backend.queue.cluster_event import (
     EVENT_ASSIGNED_POD_DELETE,
     EVENT_NODE_ADD,
     EVENT_NODE_DELETE,
+    EVENT_UNSCHEDULED_POD_ADD,
     ActionType,
     ClusterEvent,
     node_scheduling_properties_change,
@@ -61,12 +63,15 @@ from ksched.backend.queue.cluster_event import (
 from ksched.backend.shared_informers import SharedInformer, SharedInformers, kind_of_resource
 from ksched.client.informer import Informer
 from ksched.cluster import ClusterAPI, Kind
+from ksched.config import DEFAULT_FEATURE_GATES, FeatureGates
 from ksched.events import EventRecorder
 from ksched.framework.extender import Extender, HTTPExtender
 from ksched.framework.interface import NodeInfo, NodePod
 from ksched.framework.profile import Profile
 from ksched.framework.runtime import Framework, WaitingPodHandle, WaitingPods
 from ksched.metrics import SchedulerMetrics
+from ksched.plugins.workload_listers import Lister, pod_groups
+from ksched.schedule_group import GroupDriver, InTreeGroup, schedule_group
 from ksched.schedule_one import (
     Binder,
     SchedulingStats,
@@ -129,6 +134,16 @@ def _only_conditions_changed(old: Obj, new: Obj) -> bool:
 
 def _ignore(*objs: Obj) -> None:
     """Informer handler of kinds that are only read from the store."""
+
+
+def _names_pod_group(pod: Pod) -> bool:
+    return bool(pod.scheduling_group)
+
+
+def _scheduling_group_of(obj: Obj) -> str:
+    group = (obj.get("spec") or {}).get("schedulingGroup")
+    name = group.get("podGroupName") if isinstance(group, dict) else None
+    return name if isinstance(name, str) else ""
 
 
 class SchedulerHandle:
@@ -198,6 +213,23 @@ class SchedulerHandle:
             objects[key] = factory()
         return cast("T", objects[key])
 
+    @property
+    def pod_group_states(self) -> PodGroupStates:
+        return self._sched.cache.pod_groups
+
+    def add_pod_handler(
+        self,
+        *,
+        on_add: Callable[[Obj], None] | None = None,
+        on_update: Callable[[Obj, Obj], None] | None = None,
+        on_delete: Callable[[Obj], None] | None = None,
+    ) -> None:
+        self._sched.add_pod_handler(on_add=on_add, on_update=on_update, on_delete=on_delete)
+
+    @property
+    def feature_gates(self) -> FeatureGates:
+        return self._sched.feature_gates
+
     def pod_disruption_budgets(self) -> Collection[Obj]:
         informer = self._sched.pdb_informer
         return informer.store.values() if informer is not None else ()
@@ -230,16 +262,22 @@ class Scheduler:
         event_qps: float | None = None,
         batch_size: int | None = None,
         extenders: Sequence[Extender] = (),
+        feature_gates: FeatureGates = DEFAULT_FEATURE_GATES,
     ) -> None:
         if not profiles:
             raise ValueError("at least one profile is required")
         self.api = api
+        #: The feature gates that change scheduling (GenericWorkload...).
+        self.feature_gates = feature_gates
         #: Scheduler extenders (``KubeSchedulerConfiguration.extenders``), in order.
         self.extenders: tuple[Extender, ...] = tuple(extenders)
         self.profiles = dict(profiles)
         self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
         self.metrics = SchedulerMetrics()
-        self.cache = Cache(seed=seed)
+        #: Pod groups (scheduling.k8s.io/v1alpha2): tracked, watched, scheduled by the
+        #: pod group cycle, with their metrics, when GenericWorkload is on.
+        self._generic_workload = feature_gates.generic_workload
+        self.cache = Cache(seed=seed, pod_groups=self._generic_workload)
         self.waiting_pods = WaitingPods()
         #: Informers of the kinds plugins read (volumes, claims...): plugins ask for
         #: them in ``setup``; every kind their events name is watched.
@@ -249,6 +287,14 @@ class Scheduler:
         #: pod key → the status patch of its last failed attempt still in flight; the
         #: pod's binding cycle waits for it (see :meth:`Binder._bind`).
         self.pod_status_tasks: dict[str, asyncio.Task[None]] = {}
+        #: Plugins' pod handlers (``SchedulerHandle.add_pod_handler``).
+        self._pod_adds: list[Callable[[Obj], None]] = []
+        self._pod_updates: list[Callable[[Obj, Obj], None]] = []
+        self._pod_deletes: list[Callable[[Obj], None]] = []
+        self._pod_group_lister: Lister[Any] | None = None
+        if self._generic_workload:
+            self.metrics.enable_pod_group_metrics()
+            self._pod_group_lister = pod_groups(self.shared_informers.get("podgroups"))
         self.handle = SchedulerHandle(self)
         for ext in self.extenders:
             if isinstance(ext, HTTPExtender) and ext.node_pods is None:
@@ -272,6 +318,17 @@ class Scheduler:
             sort_key=first.sort_key,
             metrics=self.metrics,
         )
+        if self._generic_workload:
+            self.queue.pod_group_member = _names_pod_group
+        #: Per framework: its plugins that drive pod groups (Coscheduling).
+        self._group_drivers: dict[str, list[Any]] = {
+            name: [
+                getattr(p, "plugin", p)
+                for p in fw.plugins
+                if callable(getattr(getattr(p, "plugin", p), "group_driver", None))
+            ]
+            for name, fw in self.frameworks.items()
+        }
         self._watch_registered_kinds()
         #: uid → node of each nomination, to tell the cache which nodes they change.
         self._nominated_at: dict[str, str] = {}
@@ -288,6 +345,10 @@ class Scheduler:
             }
         )
         self.recorder = EventRecorder(api, instance=self.identity, qps=event_qps)
+        #: Pod status patches waiting to be sent, by pod key (send_pod_status).
+        self.status_patches: dict[str, dict[str, Any]] = {}
+        #: PodGroup status patches waiting to be sent, by group key.
+        self.pod_group_patches: dict[str, dict[str, Any]] = {}
         self.stats = SchedulingStats()
         #: Opportunistic batching: pods with the same scheduling signature popped
         #: together and placed by one Rust call. On when the Rust core offers
@@ -582,6 +643,8 @@ class Scheduler:
         pod = self._parse_new_pod(obj)
         if pod is not None:
             self._on_pod(pod)
+        if self._pod_adds:
+            self._run_pod_handlers(self._pod_adds, obj)
 
     def _parse_new_pod(self, obj: Obj) -> Pod | None:
         """A pod added or changed: parsed, or reported as invalid (None)."""
@@ -600,6 +663,7 @@ class Scheduler:
             return
         if pod.is_terminal:
             self.queue.delete(pod.uid)
+            self.cache.pod_groups.remove_member(pod)
             return
         if self.handles(pod.scheduler_name):
             if self.cache.is_assumed(pod.uid):
@@ -609,7 +673,16 @@ class Scheduler:
             except InvalidObjectError as exc:
                 self._invalid_pod(pod.raw, exc)
                 return
-            self.queue.add(pod, compiled)
+            queue = self.queue
+            groups = self.cache.pod_groups
+            added = not queue.has(pod.uid)
+            if groups.enabled and pod.scheduling_group:
+                # Before the queue's PreEnqueue, which counts the group's pods.
+                groups.add_member(pod)
+            queue.add(pod, compiled)
+            if added and self.feature_gates.gang_scheduling:
+                # Upstream addPodToSchedulingQueue: a new pod may complete a gang.
+                queue.move_all_to_active_or_backoff(EVENT_UNSCHEDULED_POD_ADD, None, pod)
         else:
             self._unclaimed[pod.uid] = pod.scheduler_name
             if pod.scheduler_name not in self._unclaimed_warned:
@@ -647,6 +720,11 @@ class Scheduler:
             queue.move_all_to_active_or_backoff(event, old, pod)
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
+        self._pod_updated_here(old, new)
+        if self._pod_updates:
+            self._run_pod_handlers(self._pod_updates, old, new)
+
+    def _pod_updated_here(self, old: Obj, new: Obj) -> None:
         node = (new.get("spec") or {}).get("nodeName")
         if (
             node
@@ -703,6 +781,11 @@ class Scheduler:
         self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE, pod, None)
 
     def _pod_deleted(self, obj: Obj) -> None:
+        self._pod_deleted_here(obj)
+        if self._pod_deletes:
+            self._run_pod_handlers(self._pod_deletes, obj)
+
+    def _pod_deleted_here(self, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         uid = str(meta.get("uid") or "")
@@ -716,6 +799,11 @@ class Scheduler:
                     queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE, pod, None)
             return
         queue.delete(uid)
+        if self.cache.pod_groups.enabled:
+            group = _scheduling_group_of(obj)
+            state = self.cache.pod_groups.get(str(meta.get("namespace") or ""), group)
+            if state is not None and uid in state.all:
+                self.cache.pod_groups.remove_member(state.all[uid])
         if self.cache.is_assumed(uid):
             pod = self._parse_pod(obj)
             if pod is not None:
@@ -763,12 +851,16 @@ class Scheduler:
 
     async def schedule_popped(self, info: QueuedPodInfo) -> None:
         """The scheduling cycle of a pod just popped from the queue, exactly as
-        :meth:`run` runs it: a pod an extender is interested in through
-        :func:`schedule_one_async` (its HTTP calls awaited, informers and bindings go
-        on meanwhile); any other with opportunistic batching, together with the activeQ
-        heads of its signature (:func:`schedule_batch`), else alone
-        (:func:`schedule_one`)."""
-        if self.extenders and needs_extenders(self, info):
+        :meth:`run` runs it: a member of a pod group through the pod group cycle
+        (:func:`schedule_group`, which pops the group's other members); a pod an
+        extender is interested in through :func:`schedule_one_async` (its HTTP calls
+        awaited, informers and bindings go on meanwhile); any other with opportunistic
+        batching, together with the activeQ heads of its signature
+        (:func:`schedule_batch`), else alone (:func:`schedule_one`)."""
+        driver = self.group_driver(info)
+        if driver is not None:
+            schedule_group(self, info, driver)
+        elif self.extenders and needs_extenders(self, info):
             await schedule_one_async(self, info)
         elif self.batch_size > 1:
             key = self.signature(info)
@@ -780,6 +872,49 @@ class Scheduler:
                 self._unbatched.add(key)
         else:
             schedule_one(self, info)
+
+    def group_driver(self, info: Any) -> GroupDriver | None:
+        """The driver of the pod group ``info``'s pod belongs to (upstream: a pod with
+        ``spec.schedulingGroup`` and GenericWorkload on; ksched also drives
+        Coscheduling's PodGroups this way), or None for a pod scheduled on its own."""
+        pod = info.pod
+        if self._generic_workload and pod.scheduling_group:
+            return InTreeGroup(self, pod.namespace, pod.scheduling_group)
+        for plugin in self._group_drivers.get(pod.scheduler_name, ()):
+            driver: GroupDriver | None = plugin.group_driver(pod)
+            if driver is not None:
+                return driver
+        return None
+
+    def add_pod_handler(
+        self,
+        *,
+        on_add: Callable[[Obj], None] | None = None,
+        on_update: Callable[[Obj, Obj], None] | None = None,
+        on_delete: Callable[[Obj], None] | None = None,
+    ) -> None:
+        """Call these with the raw objects of every pod change the pod informer sees,
+        after the scheduler's own handling (upstream: plugins add event handlers to
+        the shared pod informer)."""
+        if on_add is not None:
+            self._pod_adds.append(on_add)
+        if on_update is not None:
+            self._pod_updates.append(on_update)
+        if on_delete is not None:
+            self._pod_deletes.append(on_delete)
+
+    def _run_pod_handlers(self, handlers: list[Callable[..., None]], *objs: Obj) -> None:
+        for fn in handlers:
+            try:
+                fn(*objs)
+            except Exception:
+                log.exception("a plugin's pod handler failed")
+
+    def pod_group_lister(self) -> Lister[Any]:
+        """The scheduling.k8s.io PodGroups (GenericWorkload)."""
+        if self._pod_group_lister is None:
+            raise RuntimeError("PodGroups are only watched with the GenericWorkload gate")
+        return self._pod_group_lister
 
     def _gather_batch(self, first: Any) -> list[Any]:
         """``first`` and the activeQ heads with its scheduling signature. Pods of a
@@ -799,7 +934,11 @@ class Scheduler:
             key,
             self.signature,
             self.batch_size - 1,
-            lambda i: i.pod.scheduler_name == first.pod.scheduler_name and not skip_pod(self, i),
+            lambda i: (
+                i.pod.scheduler_name == first.pod.scheduler_name
+                and not skip_pod(self, i)
+                and self.group_driver(i) is None
+            ),
         )
         return [first, *more]
 

@@ -16,6 +16,7 @@ use pyo3::types::PyDict;
 
 use super::{storage, NodeSpec, Snapshot};
 use crate::cycle::Outcome;
+use crate::gang::GangResult;
 use crate::plugins::taint::Effect;
 use crate::plugins::volume_binding;
 use crate::plugins::{Plugin, DETAIL_ERROR};
@@ -630,6 +631,37 @@ impl Snapshot {
             outs
         });
         outs.into_iter().map(|o| self.result_from(o)).collect()
+    }
+
+    /// Place a pod group all-or-nothing (see `gang`): `pods` in order, each member that
+    /// fits accounted on its node before the next is tried, within the nodes named by
+    /// `nodes` when given (a placement); the group is schedulable when at least `need`
+    /// members fit. The snapshot is left as it was (the caller assumes the members
+    /// itself when the group is placed); the GIL is released throughout.
+    #[pyo3(name = "schedule_gang", signature = (pods, profile, need, nodes = None))]
+    fn py_schedule_gang(
+        &mut self,
+        py: Python<'_>,
+        pods: Vec<PyRef<'_, CompiledPod>>,
+        profile: &Profile,
+        need: usize,
+        nodes: Option<Vec<String>>,
+    ) -> PyResult<GangResult> {
+        let pods: Vec<&CompiledPod> = pods.iter().map(|p| &**p).collect();
+        let outs = py.detach(|| {
+            let within = nodes.as_deref().map(|n| self.placement_slots(n));
+            self.schedule_gang(&pods, profile, within.as_deref())
+        });
+        let placed = outs.iter().filter(|o| o.chosen.is_some()).count();
+        let results = outs
+            .into_iter()
+            .map(|o| Py::new(py, self.result_from(o)))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(GangResult {
+            results,
+            placed,
+            need,
+        })
     }
 
     /// Run PreFilter and every Filter for `pod` on node `node_name` alone: `None` when

@@ -148,6 +148,9 @@ class Pod:
     #: them, but not in its per-container threshold).
     image_volumes: list[str]
     raw: dict[str, Any]
+    #: ``spec.schedulingGroup.podGroupName``: the scheduling.k8s.io PodGroup the pod
+    #: belongs to ("" for none).
+    scheduling_group: str = ""
 
     @property
     def key(self) -> str:
@@ -674,6 +677,12 @@ def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:
     spread = spec.get("topologySpreadConstraints")
     gates = spec.get("schedulingGates")
     volumes = spec.get("volumes")
+    group = spec.get("schedulingGroup")
+    group_name = ""
+    if group is not None:
+        if type(group) is not dict:
+            raise expected("spec.schedulingGroup", "an object", group)
+        group_name = _str_field(group, "podGroupName", "spec.schedulingGroup.podGroupName")
 
     return cls(
         _str_field(meta, "uid", "metadata.uid"),
@@ -703,4 +712,5 @@ def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:
         images,
         _parse_image_volumes(volumes, "spec.volumes") if volumes else [],
         obj,
+        group_name,
     )

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ksched.client.informer import Informer
-from ksched.cluster import KIND_NAMES, ClusterAPI, Kind
+from ksched.cluster import EVENT_RESOURCES, KIND_NAMES, ClusterAPI, Kind
 
 Obj = dict[str, Any]
 
@@ -42,7 +42,7 @@ SCHEDULER_KINDS: frozenset[str] = frozenset(
 )
 
 _RESOURCE_KINDS: dict[str, Kind] = {
-    name: kind  # type: ignore[misc]
+    EVENT_RESOURCES.get(kind, name): kind  # type: ignore[misc]
     for kind, name in KIND_NAMES.items()
     if kind not in SCHEDULER_KINDS
 }

@@ -92,10 +92,16 @@ def write_atomic(path: Path, data: bytes) -> None:
 async def _main(args: argparse.Namespace) -> int:
     from ksched.client.api import connect
 
-    opts = run.RunOptions(config=args.config, kubeconfig=args.kubeconfig, leader_elect=False)
+    opts = run.RunOptions(
+        config=args.config,
+        kubeconfig=args.kubeconfig,
+        leader_elect=False,
+        feature_gates=run.parse_feature_gates(args.feature_gates or ""),
+    )
     cfg = run.resolve_config(opts)
     run.check_supported(cfg)
-    profiles = run.profiles_from_config(cfg)
+    gates = opts.gates()
+    profiles = run.profiles_from_config(cfg, gates)
     stop = asyncio.Event()
     run.install_signal_handlers(stop)
     stats_path = Path(args.stats_file)
@@ -117,7 +123,7 @@ async def _main(args: argparse.Namespace) -> int:
     cc = cfg.client_connection
     api = connect(kubeconfig=cc.kubeconfig, qps=cc.qps, burst=cc.burst)
     try:
-        await run.serve(cfg, api, stop=stop, profiles=profiles, on_started=started)
+        await run.serve(cfg, api, stop=stop, profiles=profiles, on_started=started, gates=gates)
     finally:
         await api.close()
     dump()
@@ -130,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kubeconfig", default=None)
     p.add_argument("--stats-file", required=True)
     p.add_argument("--ready-file", default=None)
+    p.add_argument("--feature-gates", default="", help="as ksched run's --feature-gates")
     p.add_argument(
         "--tracemalloc", action="store_true", help="trace allocations (slow; for memory profiles)"
     )

@@ -56,6 +56,7 @@ from ksched.cluster import (
     ListResult,
     PatchType,
     WatchEvent,
+    resource_of,
 )
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,9 @@ POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 PAGE_SIZE = 500
 
 #: The cluster-wide collection of each kind (list and watch across namespaces).
-_PATHS: dict[str, str] = {kind: f"{prefix}/{kind}" for kind, (prefix, _) in KIND_PATHS.items()}
+_PATHS: dict[str, str] = {
+    kind: f"{prefix}/{resource_of(kind)}" for kind, (prefix, _) in KIND_PATHS.items()
+}
 
 _PATCH_TYPES: dict[str, str] = {
     "merge": "application/merge-patch+json",
@@ -83,7 +86,7 @@ def object_path(kind: Kind, namespace: str, name: str, subresource: str = "") ->
     path = prefix
     if namespaced:
         path += f"/namespaces/{quote(namespace, safe='')}"
-    path += f"/{kind}/{quote(name, safe='')}"
+    path += f"/{resource_of(kind)}/{quote(name, safe='')}"
     return f"{path}/{subresource}" if subresource else path
 
 

@@ -44,6 +44,7 @@ from ksched.config.plugins import (
     PLUGIN_EXTENSION_POINTS,
     REMOVED_PLUGINS,
     ExpansionError,
+    expand_placement_plugins,
     expand_profile_plugins,
     known_plugin_names,
 )
@@ -124,6 +125,7 @@ __all__ = [
     "default_plugins",
     "dump_yaml",
     "effective_config",
+    "expand_placement_plugins",
     "expand_profile_plugins",
     "known_plugin_names",
     "load_config",

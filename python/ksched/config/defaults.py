@@ -20,6 +20,7 @@ default of every gate that changes configuration defaults or validation (from
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -28,6 +29,7 @@ from ksched.config.duration import Duration
 from ksched.config.types import (
     API_VERSION,
     ARGS_TYPES,
+    CoschedulingArgs,
     DefaultPreemptionArgs,
     DynamicResourcesArgs,
     InterPodAffinityArgs,
@@ -52,6 +54,7 @@ from ksched.config.types import (
 __all__ = [
     "DEFAULT_FEATURE_GATES",
     "DEFAULT_SCHEDULER_NAME",
+    "GATE_FIELDS",
     "FeatureGates",
     "default_args",
     "default_plugins",
@@ -79,13 +82,54 @@ class FeatureGates:
     storage_capacity_scoring: bool = False  # alpha since 1.33 (beta only in 1.37)
     node_declared_features: bool = True  # beta, on since 1.36
     generic_workload: bool = False  # alpha since 1.35
-    topology_aware_workload_scheduling: bool = False  # alpha since 1.36
+    gang_scheduling: bool = False  # alpha since 1.35, needs GenericWorkload
+    topology_aware_workload_scheduling: bool = False  # alpha since 1.36, needs GenericWorkload
+    workload_aware_preemption: bool = False  # alpha since 1.36, needs GangScheduling
 
     def with_(self, **changes: bool) -> FeatureGates:
         return replace(self, **changes)
 
+    def with_flags(self, flags: Mapping[str, bool]) -> FeatureGates:
+        """These gates with ``--feature-gates`` values applied (upstream names; names
+        this table does not hold are left to the caller). Raises ``ValueError`` when an
+        enabled gate depends on a disabled one, as component-base does."""
+        gates = replace(self, **{GATE_FIELDS[k]: v for k, v in flags.items() if k in GATE_FIELDS})
+        errs = []
+        for gate, deps in GATE_DEPENDENCIES.items():
+            if not getattr(gates, GATE_FIELDS[gate]):
+                continue
+            off = [d for d in deps if not getattr(gates, GATE_FIELDS[d])]
+            if off:
+                disabled = " ".join(off)
+                errs.append(
+                    f"{gate} is enabled, but depends on features that are disabled: [{disabled}]"
+                )
+        if errs:
+            raise ValueError("; ".join(errs))
+        return gates
+
 
 DEFAULT_FEATURE_GATES: Final = FeatureGates()
+
+#: Upstream gate name → :class:`FeatureGates` field.
+GATE_FIELDS: Final[Mapping[str, str]] = {
+    "DynamicResourceAllocation": "dynamic_resource_allocation",
+    "DRASchedulerFilterTimeout": "dra_scheduler_filter_timeout",
+    "DRADeviceBindingConditions": "dra_device_binding_conditions",
+    "DRAResourceClaimDeviceStatus": "dra_resource_claim_device_status",
+    "StorageCapacityScoring": "storage_capacity_scoring",
+    "NodeDeclaredFeatures": "node_declared_features",
+    "GenericWorkload": "generic_workload",
+    "GangScheduling": "gang_scheduling",
+    "TopologyAwareWorkloadScheduling": "topology_aware_workload_scheduling",
+    "WorkloadAwarePreemption": "workload_aware_preemption",
+}
+#: ``defaultKubernetesFeatureGateDependencies`` among the gates of this table.
+GATE_DEPENDENCIES: Final[Mapping[str, tuple[str, ...]]] = {
+    "GangScheduling": ("GenericWorkload",),
+    "TopologyAwareWorkloadScheduling": ("GenericWorkload",),
+    "WorkloadAwarePreemption": ("GangScheduling",),
+}
 
 
 def _resources_default() -> list[ResourceSpec]:
@@ -124,7 +168,7 @@ def default_plugins(gates: FeatureGates = DEFAULT_FEATURE_GATES) -> Plugins:
         enabled.insert(at, Plugin(names.DYNAMIC_RESOURCES, 2))
     if gates.node_declared_features:
         enabled.append(Plugin(names.NODE_DECLARED_FEATURES))
-    if gates.generic_workload:
+    if gates.gang_scheduling:
         enabled.append(Plugin(names.GANG_SCHEDULING))
     if gates.topology_aware_workload_scheduling:
         enabled.append(Plugin(names.TOPOLOGY_PLACEMENT_GENERATOR))
@@ -193,6 +237,14 @@ def set_defaults_args(args: PluginArgs, gates: FeatureGates = DEFAULT_FEATURE_GA
     elif isinstance(args, InterPodAffinityArgs):
         if args.hard_pod_affinity_weight is None:
             args.hard_pod_affinity_weight = 1
+    elif isinstance(args, CoschedulingArgs):
+        # scheduler-plugins SetDefaults_CoschedulingArgs.
+        if args.permit_waiting_time_seconds is None:
+            args.permit_waiting_time_seconds = 60
+        if args.pod_group_backoff_seconds is None:
+            args.pod_group_backoff_seconds = 0
+        if args.pod_group_reject_percentage is None:
+            args.pod_group_reject_percentage = 10
     elif isinstance(args, VolumeBindingArgs):
         if args.bind_timeout_seconds is None:
             args.bind_timeout_seconds = 600

@@ -22,8 +22,9 @@ Out-of-tree plugins supply their own rows through the ``extension_points`` argum
 * Score weights come from ``score.enabled`` first, then ``multiPoint.enabled``; a
   weight of 0 (or unset) means 1 (``getScoreWeights``).
 
-Extension points that are only reachable behind alpha feature gates in v1.36
-(``placementGenerate``, ``placementScore``) are validated by name but not expanded.
+The placement points of topology-aware workload scheduling (``placementGenerate``,
+``placementScore``, alpha in v1.36) are expanded separately, by
+:func:`expand_placement_plugins`, when the TopologyAwareWorkloadScheduling gate is on.
 """
 
 from __future__ import annotations
@@ -35,11 +36,14 @@ from ksched.config import errors as ferr
 from ksched.config.types import KubeSchedulerProfile, Plugins, PluginSet
 
 __all__ = [
+    "BUILT_IN_PLUGINS",
     "EXTENSION_POINTS",
     "IN_TREE_PLUGINS",
     "PLUGIN_EXTENSION_POINTS",
     "REMOVED_PLUGINS",
+    "SCHEDULER_PLUGINS_EXTENSION_POINTS",
     "ExpansionError",
+    "expand_placement_plugins",
     "expand_profile_plugins",
     "known_plugin_names",
 ]
@@ -131,13 +135,26 @@ PLUGIN_EXTENSION_POINTS: Final[Mapping[str, frozenset[str]]] = {
     NODE_DECLARED_FEATURES: frozenset({"preFilter", "filter"}),
     # Registered in v1.36 but only useful behind alpha gates (GenericWorkload,
     # TopologyAwareWorkloadScheduling); listed so configs naming them validate.
-    GANG_SCHEDULING: frozenset({"preEnqueue", "reserve", "permit"}),
+    GANG_SCHEDULING: frozenset({"preEnqueue", "permit"}),
     TOPOLOGY_PLACEMENT_GENERATOR: frozenset({"placementGenerate"}),
     POD_GROUP_PODS_COUNT: frozenset({"placementScore"}),
 }
 
 #: Every plugin name the v1.36 in-tree registry knows.
 IN_TREE_PLUGINS: Final[frozenset[str]] = frozenset(PLUGIN_EXTENSION_POINTS)
+
+COSCHEDULING: Final = "Coscheduling"
+CAPACITY_SCHEDULING: Final = "CapacityScheduling"
+#: The kubernetes-sigs/scheduler-plugins plugins ksched builds in, as a
+#: scheduler-plugins kube-scheduler binary registers them next to the in-tree ones.
+SCHEDULER_PLUGINS_EXTENSION_POINTS: Final[Mapping[str, frozenset[str]]] = {
+    COSCHEDULING: frozenset({"queueSort", "preFilter", "postFilter", "permit", "reserve"}),
+    CAPACITY_SCHEDULING: frozenset({"preFilter", "postFilter", "reserve"}),
+}
+#: Every plugin name built into ksched (in-tree and scheduler-plugins).
+BUILT_IN_PLUGINS: Final[frozenset[str]] = IN_TREE_PLUGINS | frozenset(
+    SCHEDULER_PLUGINS_EXTENSION_POINTS
+)
 
 #: Plugins that existed once and were removed: name -> (the config API version from
 #: which upstream rejects them, as in ``invalidPluginsByVersion`` of validation.go;
@@ -181,8 +198,8 @@ REMOVED_PLUGINS: Final[Mapping[str, tuple[str, str]]] = {
 
 
 def known_plugin_names(extra: Iterable[str] = ()) -> frozenset[str]:
-    """In-tree plugin names plus ``extra`` (out-of-tree names from the plugin registry)."""
-    return IN_TREE_PLUGINS | frozenset(extra)
+    """Built-in plugin names plus ``extra`` (out-of-tree names from the plugin registry)."""
+    return BUILT_IN_PLUGINS | frozenset(extra)
 
 
 class ExpansionError(Exception):
@@ -192,18 +209,19 @@ class ExpansionError(Exception):
 def _points_of(name: str, extension_points: Mapping[str, Iterable[str]]) -> frozenset[str] | None:
     if name in extension_points:
         return frozenset(extension_points[name])
-    return PLUGIN_EXTENSION_POINTS.get(name)
+    return PLUGIN_EXTENSION_POINTS.get(name) or SCHEDULER_PLUGINS_EXTENSION_POINTS.get(name)
 
 
 def _expand(
     plugins: Plugins,
     extension_points: Mapping[str, Iterable[str]],
     path: str,
+    points: tuple[str, ...] = EXTENSION_POINTS,
 ) -> tuple[dict[str, list[str]], list[ferr.FieldError]]:
     errs: list[ferr.FieldError] = []
     result: dict[str, list[str]] = {}
     multi = plugins.multi_point
-    for point in EXTENSION_POINTS:
+    for point in points:
         iface = INTERFACE_NAMES[point]
         ps: PluginSet = plugins.point(point)
         explicit: list[str] = []
@@ -257,9 +275,11 @@ def _expand(
     return result, errs
 
 
-def _score_weights(plugins: Plugins, score_plugins: list[str]) -> dict[str, int]:
+def _score_weights(
+    plugins: Plugins, score_plugins: list[str], point: str = "score"
+) -> dict[str, int]:
     weights: dict[str, int] = {}
-    for p in [*plugins.score.enabled, *plugins.multi_point.enabled]:
+    for p in [*plugins.point(point).enabled, *plugins.multi_point.enabled]:
         if p.name not in score_plugins or p.name in weights:
             continue
         weights[p.name] = p.weight or 1
@@ -303,3 +323,28 @@ def expand_profile_plugins(
         else:
             out[point] = [(n, 0) for n in expanded[point]]
     return out
+
+
+def expand_placement_plugins(
+    profile: KubeSchedulerProfile,
+    extension_points: Mapping[str, Iterable[str]] | None = None,
+) -> dict[str, list[tuple[str, int]]]:
+    """:func:`expand_profile_plugins` for the placement points of topology-aware
+    workload scheduling (``placementGenerate``, ``placementScore`` with the effective
+    weights, upstream ``getValidScoreWeights`` over ``placementScore`` then
+    ``multiPoint``). Raises :class:`ExpansionError` as the framework would."""
+    if profile.plugins is None:
+        return {point: [] for point in PLACEMENT_POINTS}
+    expanded, errs = _expand(profile.plugins, extension_points or {}, "plugins", PLACEMENT_POINTS)
+    if errs:
+        raise ExpansionError(ferr.aggregate_message(errs))
+    if len(expanded["placementGenerate"]) > 1:
+        raise ExpansionError(
+            "at most one placement generate plugin is allowed for profile with scheduler "
+            f'name "{profile.scheduler_name or ""}"'
+        )
+    weights = _score_weights(profile.plugins, expanded["placementScore"], "placementScore")
+    return {
+        "placementGenerate": [(n, 0) for n in expanded["placementGenerate"]],
+        "placementScore": [(n, weights.get(n, 1)) for n in expanded["placementScore"]],
+    }

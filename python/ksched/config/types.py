@@ -36,6 +36,7 @@ __all__ = [
     "ARGS_TYPES",
     "KIND",
     "ClientConnectionConfiguration",
+    "CoschedulingArgs",
     "DefaultPreemptionArgs",
     "DynamicResourcesArgs",
     "Extender",
@@ -259,6 +260,19 @@ class DynamicResourcesArgs(_ArgsBase):
 
 
 @dataclass(slots=True)
+class CoschedulingArgs(_ArgsBase):
+    """scheduler-plugins' ``CoschedulingArgs`` (registered in the same
+    ``kubescheduler.config.k8s.io/v1`` scheme as the in-tree args)."""
+
+    KIND: ClassVar[str] = "CoschedulingArgs"
+    PLUGIN: ClassVar[str] = "Coscheduling"
+
+    permit_waiting_time_seconds: int | None = jf("permitWaitingTimeSeconds", "nil", go="int64")
+    pod_group_backoff_seconds: int | None = jf("podGroupBackoffSeconds", "nil", go="int64")
+    pod_group_reject_percentage: int | None = jf("podGroupRejectPercentage", "nil", go="int32")
+
+
+@dataclass(slots=True)
 class UnknownArgs:
     """Args of an out-of-tree plugin: kept verbatim, like upstream's ``runtime.Unknown``."""
 
@@ -274,6 +288,7 @@ PluginArgs = (
     | VolumeBindingArgs
     | NodeAffinityArgs
     | DynamicResourcesArgs
+    | CoschedulingArgs
     | UnknownArgs
 )
 
@@ -281,6 +296,7 @@ PluginArgs = (
 ARGS_TYPES: Final[dict[str, type[_ArgsBase]]] = {
     t.PLUGIN: t
     for t in (
+        CoschedulingArgs,
         DefaultPreemptionArgs,
         DynamicResourcesArgs,
         InterPodAffinityArgs,

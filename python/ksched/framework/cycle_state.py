@@ -16,10 +16,13 @@ class CycleState:
     __slots__ = (
         "_data",
         "parallel_pre_bind_plugins",
+        "pod_group_cycle",
         "pre_filter_node_plugins",
+        "pre_filter_order",
         "pre_filter_rejector",
         "record_plugin_metrics",
         "skip_filter_plugins",
+        "skip_post_filter",
         "skip_pre_bind_plugins",
         "skip_score_plugins",
     )
@@ -39,10 +42,21 @@ class CycleState:
         #: after it did not run (upstream ``RunPreFilterPlugins`` returns there), which
         #: DynamicResources' PostFilter needs to know.
         self.pre_filter_rejector = ""
+        #: The profile's Python PreFilter plugins in order, those a cycle skips for the
+        #: pod (``Framework.for_pod``) included: whether a plugin's PreFilter ran
+        #: upstream before ``pre_filter_rejector`` stopped the phase.
+        self.pre_filter_order: tuple[str, ...] = ()
         #: PreBind plugins whose PreBindPreFlight returned Skip: their PreBind does not run.
         self.skip_pre_bind_plugins: frozenset[str] = frozenset()
         #: PreBind plugins that may run concurrently with their neighbours that may too.
         self.parallel_pre_bind_plugins: frozenset[str] = frozenset()
+        #: Set during a pod group scheduling cycle (upstream
+        #: ``IsPodGroupSchedulingCycle``): the cycle's view of the pod groups
+        #: (:class:`ksched.schedule_group.PodGroupCycle`), read by plugins such as
+        #: GangScheduling's Permit instead of the cache.
+        self.pod_group_cycle: Any = None
+        #: PostFilter plugins do not run (upstream ``SetSkipAllPostFilterPlugins``).
+        self.skip_post_filter = False
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value

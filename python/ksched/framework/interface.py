@@ -140,9 +140,11 @@ from ksched.framework.status import Code, Status
 
 if TYPE_CHECKING:
     from ksched._core import CompiledPod, Snapshot
+    from ksched.backend.cache.podgroups import PodGroupStates
     from ksched.backend.queue import QueuedPodInfo
     from ksched.backend.shared_informers import SharedInformer
     from ksched.cluster import ClusterAPI, Kind
+    from ksched.config import FeatureGates
     from ksched.framework.extender import Extender
     from ksched.framework.runtime import Framework
     from ksched.metrics import SchedulerMetrics
@@ -151,6 +153,7 @@ __all__ = [
     "ASSIGNED_POD",
     "COMPILED_POD_KEY",
     "CORE_FILTER_KEY",
+    "DEFERRED_ACTIONS_KEY",
     "NODE",
     "NOMINATING_KEY",
     "POD",
@@ -200,6 +203,10 @@ NOMINATING_KEY: Final = "ksched/nominating"
 #: every node after the built-in filters (DynamicResources' allocator,
 #: :class:`ksched._core.DraAllocator`); its ``error`` fails the attempt.
 CORE_FILTER_KEY: Final = "ksched/core-filter"
+#: CycleState key, set in a pod group cycle: a list where PostFilter plugins put the
+#: side effects of their decision (a preemption's evictions) instead of carrying them
+#: out; the cycle runs them only when the whole group then fits.
+DEFERRED_ACTIONS_KEY: Final = "ksched/deferred-actions"
 
 
 @dataclass(slots=True)
@@ -532,6 +539,29 @@ class Handle(Protocol):
         """An object shared by the plugins of every profile of this scheduler (e.g. the
         storage columns several volume plugins read), made by ``factory`` on the first
         request for ``key``. Ask in ``setup``."""
+        ...
+
+    @property
+    def pod_group_states(self) -> PodGroupStates:
+        """The runtime state of every scheduling.k8s.io PodGroup (tracked with the
+        GenericWorkload gate on; upstream ``PodGroupManager.PodGroupStates``)."""
+        ...
+
+    def add_pod_handler(
+        self,
+        *,
+        on_add: Callable[[dict[str, Any]], None] | None = None,
+        on_update: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
+        on_delete: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        """Call these with the raw objects of every pod change the scheduler's pod
+        informer sees, after the scheduler's own handling (upstream: a plugin adds event
+        handlers to the shared pod informer). Add them in ``setup``."""
+        ...
+
+    @property
+    def feature_gates(self) -> FeatureGates:
+        """The feature gates that change scheduling."""
         ...
 
     def pod_disruption_budgets(self) -> Collection[dict[str, Any]]:

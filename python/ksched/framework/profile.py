@@ -64,6 +64,10 @@ class Profile:
     #: configured order; None means v1.36's Python-side defaults (PrioritySort,
     #: SchedulingGates, DefaultBinder). Instances are bound to one scheduler.
     plugins: tuple[Any, ...] | None = None
+    #: Topology-aware workload scheduling (TopologyAwareWorkloadScheduling gate): the
+    #: profile's placementGenerate plugins and its placementScore plugins with weights.
+    placement_generate: tuple[str, ...] = ()
+    placement_score: tuple[tuple[str, int], ...] = ()
     kernels: _core.Profile = field(init=False)
 
     def __post_init__(self) -> None:

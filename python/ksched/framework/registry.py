@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Final
 
-from ksched.config.plugins import EXTENSION_POINTS, IN_TREE_PLUGINS
+from ksched.config.plugins import BUILT_IN_PLUGINS, EXTENSION_POINTS, IN_TREE_PLUGINS
 
 if TYPE_CHECKING:
     from ksched.framework.interface import Handle
@@ -144,6 +144,11 @@ class Registry:
     def _add(self, entry: PluginEntry) -> None:
         if entry.name in IN_TREE_PLUGINS:
             raise RegistryError(f"plugin {entry.name!r} is an in-tree plugin name ({entry.source})")
+        if entry.name in BUILT_IN_PLUGINS:
+            raise RegistryError(
+                f"plugin {entry.name!r} is a scheduler-plugins plugin built into ksched "
+                f"({entry.source})"
+            )
         if entry.name in self._entries:
             raise RegistryError(
                 f"a plugin named {entry.name!r} already exists "

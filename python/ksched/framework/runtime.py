@@ -60,6 +60,7 @@ __all__ = [
     "Framework",
     "WaitingPodHandle",
     "WaitingPods",
+    "applies_to_pod",
     "go_duration",
 ]
 
@@ -95,7 +96,7 @@ _REJECTING_POINTS = (
 )
 
 
-def _applies(plugin: Any, pod: Pod) -> bool:
+def applies_to_pod(plugin: Any, pod: Pod) -> bool:
     """Whether ``plugin`` has work for ``pod`` (plugins without ``applies_to`` always do)."""
     applies = getattr(plugin, "applies_to", None)
     return applies is None or bool(applies(pod))
@@ -297,6 +298,8 @@ class Framework:
         self._success_series: dict[str, HistogramSeries] = {}
         #: Python PreFilter/Filter/PreScore/Score plugins run around the Rust call.
         self.python_placement = self.has_python_placement
+        #: The Python PreFilter plugins in order (a for_pod view keeps the full list).
+        self._pre_filter_order = tuple(p.name for p in self.points.pre_filter)
         #: Reserve/Permit plugins that run for every pod (no ``applies_to``).
         self._always_reserve = self._has_unconditional_reserve()
         # Series kept at hand for the per-pod hot path.
@@ -437,13 +440,13 @@ class Framework:
 
     def needs_kernel_pre_filter(self, pod: Pod) -> bool:
         """Whether a Kernel PreFilter plugin has work for ``pod``."""
-        return any(_applies(p, pod) for p in self.points.kernel_pre_filter)
+        return any(applies_to_pod(p, pod) for p in self.points.kernel_pre_filter)
 
     def needs_reserve_or_permit(self, pod: Pod) -> bool:
         """Whether a Reserve or Permit plugin has work for ``pod``."""
         if self._always_reserve:
             return True
-        return any(_applies(p, pod) for p in (*self.points.reserve, *self.points.permit))
+        return any(applies_to_pod(p, pod) for p in (*self.points.reserve, *self.points.permit))
 
     def run_kernel_pre_filter(
         self, state: CycleState, pod: Pod, compiled: CompiledPod
@@ -452,7 +455,7 @@ class Framework:
         requests attached, or the error status of a plugin that raised."""
         requests: list[object] = []
         for p in self.points.kernel_pre_filter:
-            if not _applies(p, pod):
+            if not applies_to_pod(p, pod):
                 continue
             t = self._clock()
             try:
@@ -478,6 +481,7 @@ class Framework:
         nodes: frozenset[str] | None = None
         with_nodes: list[str] = []
         result: Status | None = None
+        state.pre_filter_order = self._pre_filter_order
         for p in self.points.pre_filter:
             t = self._clock()
             try:
@@ -660,7 +664,7 @@ class Framework:
         start = self._clock()
         result: Status | None = None
         for p in self.points.reserve:
-            if not _applies(p, pod):
+            if not applies_to_pod(p, pod):
                 continue
             t = self._clock()
             try:
@@ -680,7 +684,7 @@ class Framework:
         """Unreserve of every reserve plugin, in reverse order; errors are logged."""
         start = self._clock()
         for p in reversed(self.points.reserve):
-            if not _applies(p, pod):
+            if not applies_to_pod(p, pod):
                 continue
             t = self._clock()
             try:
@@ -690,14 +694,20 @@ class Framework:
             self._observe_plugin(state, p.name, "Unreserve", None, t)
         self.observe("Unreserve", Code.SUCCESS, self._clock() - start)
 
-    def run_permit(self, state: CycleState, pod: Pod, node: str) -> Status | None:
+    def run_permit(
+        self, state: CycleState, pod: Pod, node: str, *, park: bool = True
+    ) -> Status | None:
         """None: allowed; ``Wait``: parked (see :meth:`wait_on_permit`); otherwise the
-        rejection or error."""
+        rejection or error. ``park=False`` only reports the Wait (a pod group cycle
+        asks whether the member would wait): its reasons are then upstream's, the last
+        waiting plugin's followed by "one or more plugins asked to wait and no plugin
+        rejected pod"."""
         start = self._clock()
         timeouts: dict[str, float] = {}
+        wait_messages: list[str] = []
         result: Status | None = None
         for p in self.points.permit:
-            if not _applies(p, pod):
+            if not applies_to_pod(p, pod):
                 continue
             t = self._clock()
             try:
@@ -712,10 +722,17 @@ class Framework:
                 break
             if s.code is Code.WAIT:
                 timeouts[p.name] = min(float(timeout), MAX_PERMIT_TIMEOUT)
+                wait_messages = [*s.reasons]  # the last waiting plugin's status
                 continue
             result = _wrap("Permit", p.name, s)
             break
-        if result is None and timeouts:
+        if result is None and timeouts and not park:
+            result = Status(
+                Code.WAIT,
+                *wait_messages,
+                "one or more plugins asked to wait and no plugin rejected pod",
+            )
+        elif result is None and timeouts:
             loop = asyncio.get_running_loop()
             wp = WaitingPodHandle(pod, timeouts, self._call_later or loop.call_later, loop)
             self.waiting_pods.add(wp)
@@ -761,7 +778,7 @@ class Framework:
         skip: set[str] = set()
         parallel: set[str] = set()
         for p in self.points.pre_bind:
-            if not _applies(p, pod):
+            if not applies_to_pod(p, pod):
                 skip.add(p.name)
                 continue
             if getattr(p, "pre_bind_parallel", False):
@@ -806,7 +823,7 @@ class Framework:
         groups: list[list[Any]] = []
         group: list[Any] = []
         for p in self.points.pre_bind:
-            runs = p.name not in state.skip_pre_bind_plugins and _applies(p, pod)
+            runs = p.name not in state.skip_pre_bind_plugins and applies_to_pod(p, pod)
             if p.name in state.parallel_pre_bind_plugins:
                 if runs:
                     group.append(p)

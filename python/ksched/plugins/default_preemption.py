@@ -80,6 +80,7 @@ from ksched.framework.extender import Extender, ExtenderError, ExtenderVictims
 from ksched.framework.interface import (
     COMPILED_POD_KEY,
     CORE_FILTER_KEY,
+    DEFERRED_ACTIONS_KEY,
     Handle,
     NodePod,
     PostFilterResult,
@@ -113,6 +114,8 @@ ERR_NO_VICTIMS: Final = "No preemption victims found for incoming pod"
 ERR_NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
 ERR_NO_CANDIDATE: Final = "no candidate node for preemption"
 ERR_WAITING: Final = "waiting for the preemption for this pod to be finished"
+ERR_NO_POD_GROUP: Final = "pod group for pod not found"
+ERR_PLACEMENT_BASED: Final = "not eligible due to placement-based pod group scheduling limitation"
 
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 REASON_PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
@@ -388,6 +391,8 @@ class DefaultPreemption:
         self.offset: Callable[[int], int] = self._rng.randrange
         self._clock = clock
         self._handle: Handle | None = None
+        #: scheduling.k8s.io PodGroups, read with TopologyAwareWorkloadScheduling on.
+        self._pod_groups: Any = None
         #: Preemptors whose victims are being deleted: uid → the last victim
         #: ``(namespace, name)`` once its deletion is under way (upstream ``preempting``
         #: and ``lastVictimsPendingPreemption``).
@@ -412,6 +417,11 @@ class DefaultPreemption:
 
     def setup(self, handle: Handle) -> None:
         self._handle = handle
+        gates = getattr(handle, "feature_gates", None)
+        if gates is not None and gates.topology_aware_workload_scheduling:
+            from ksched.plugins.workload_listers import pod_groups
+
+            self._pod_groups = pod_groups(handle.informer("podgroups"))
 
     @property
     def handle(self) -> Handle:
@@ -456,6 +466,14 @@ class DefaultPreemption:
         the scheduler awaits it in the pod's asynchronous cycle)."""
         h = self.handle
         h.metrics.preemption_attempts.inc()
+        if pod.scheduling_group and self._pod_groups is not None:
+            # Topology-aware workload scheduling: preempting for each placement tried
+            # would preempt many times over (upstream disables it for such groups).
+            group = self._pod_groups.get(pod.namespace, pod.scheduling_group)
+            if group is None:
+                return None, Status(Code.UNSCHEDULABLE, PREFIX + ERR_NO_POD_GROUP)
+            if group.has_constraints:
+                return None, Status(Code.UNSCHEDULABLE, PREFIX + ERR_PLACEMENT_BASED)
         extenders = [e for e in h.extenders if e.supports_preemption() and e.is_interested(pod)]
         out = self._preempt(state, pod, statuses, extenders)
         if isinstance(out, tuple):
@@ -485,7 +503,7 @@ class DefaultPreemption:
             return None, Status(Code.ERROR, f'pod "{pod.name}" not found')
         # 1) eligibility
         nominated = str((latest.get("status") or {}).get("nominatedNodeName") or "")
-        reason = self._not_eligible(pod, nominated, statuses)
+        reason = self._not_eligible(pod, nominated, statuses, state)
         if reason:
             return None, Status(Code.UNSCHEDULABLE, reason)
         # 2) candidates
@@ -518,14 +536,20 @@ class DefaultPreemption:
             best = Candidate(*top) if top is not None else None
         else:
             best = pick_one_node_for_preemption(attempt.snapshot, found, attempt.now)
-        return self._nominate(best, pod)
+        return self._nominate(best, pod, state)
 
-    def _nominate(self, best: Candidate | None, pod: Pod) -> PostFilterOutcome:
+    def _nominate(self, best: Candidate | None, pod: Pod, state: CycleState) -> PostFilterOutcome:
         """Upstream ``Preempt`` steps 4 and 5: the chosen candidate's victims are
-        evicted in the background and the pod is nominated to its node."""
+        evicted in the background and the pod is nominated to its node. In a pod group
+        cycle (``DEFERRED_ACTIONS_KEY``) the evictions wait for the cycle's verdict."""
         if best is None or not best.node:
             return None, Status(Code.UNSCHEDULABLE, ERR_NO_CANDIDATE)
-        self._prepare_candidate_async(best, pod)
+        deferred = state.get(DEFERRED_ACTIONS_KEY)
+        if deferred is not None:
+            chosen = best
+            deferred.append(lambda: self._prepare_candidate_async(chosen, pod))
+        else:
+            self._prepare_candidate_async(best, pod)
         return PostFilterResult(best.node), Status(Code.SUCCESS)
 
     async def _with_extenders(
@@ -582,7 +606,7 @@ class DefaultPreemption:
             )
             for node, v in victims.items()
         ]
-        return self._nominate(pick_one_node_for_preemption(snapshot, kept, a.now), pod)
+        return self._nominate(pick_one_node_for_preemption(snapshot, kept, a.now), pod, a.state)
 
     def find_candidates(
         self, a: _Attempt, statuses: Mapping[str, Status]
@@ -639,7 +663,9 @@ class DefaultPreemption:
             self._clock(),
         )
 
-    def _not_eligible(self, pod: Pod, nominated: str, statuses: Mapping[str, Status]) -> str:
+    def _not_eligible(
+        self, pod: Pod, nominated: str, statuses: Mapping[str, Status], state: CycleState
+    ) -> str:
         """Upstream ``PodEligibleToPreemptOthers``: "" when eligible, else why not."""
         if pod.preemption_policy == "Never":
             return ERR_NEVER

@@ -63,6 +63,9 @@ _STATUS_SUBRESOURCE: frozenset[str] = frozenset(
         "persistentvolumeclaims",
         "volumeattachments",
         "resourceclaims",
+        "podgroups",
+        "podgroups.scheduling.x-k8s.io",
+        "elasticquotas.scheduling.x-k8s.io",
     }
 )
 

@@ -294,48 +294,64 @@ def test_post_filter_reason_without_claims() -> None:
     assert (status.code, status.message) == (Code.UNSCHEDULABLE, "no new claims to deallocate")
 
 
+DRA = "DynamicResources"
 POST_FILTER_CASES = [
-    # (name, rejector, state written by PreFilter, code, message)
+    # (name, rejector, Python PreFilter order, state written by PreFilter, code, message)
     (
-        "no-prefilter-rejection-no-claims",
+        "no-prefilter-rejection",
         "",
+        (DRA,),
         False,
         Code.UNSCHEDULABLE,
         "no new claims to deallocate",
     ),
     # A built-in PreFilter (VolumeBinding's missing claim) stopped the PreFilter phase
     # before this plugin's: upstream's CycleState.Read fails.
-    ("builtin-prefilter-rejected", "VolumeBinding", False, Code.ERROR, "not found"),
+    ("builtin-prefilter-rejected", "VolumeBinding", (DRA,), False, Code.ERROR, "not found"),
     # ksched ran this plugin's Python PreFilter before the Rust ones; upstream did not.
-    ("builtin-prefilter-rejected-after-ours", "NodeAffinity", True, Code.ERROR, "not found"),
+    ("builtin-rejected-after-ours", "NodeAffinity", (DRA,), True, Code.ERROR, "not found"),
     # A Python PreFilter ordered before this plugin rejected: no state, as upstream.
-    ("python-prefilter-rejected-first", "Custom", False, Code.ERROR, "not found"),
+    ("python-rejected-first", "Custom", ("Custom", DRA), False, Code.ERROR, "not found"),
     # A Python PreFilter after this plugin rejected: ours ran and wrote its state.
     (
-        "python-prefilter-rejected-later",
+        "python-rejected-later",
         "Custom",
+        (DRA, "Custom"),
         True,
+        Code.UNSCHEDULABLE,
+        "no new claims to deallocate",
+    ),
+    # The same for a pod without claims, whose cycle skips this plugin's PreFilter
+    # (Framework.for_pod): upstream's ran (Coscheduling after the defaults).
+    (
+        "python-rejected-later-no-claims",
+        "Coscheduling",
+        (DRA, "Coscheduling"),
+        False,
         Code.UNSCHEDULABLE,
         "no new claims to deallocate",
     ),
     # This plugin's own PreFilter rejected: its state exists (written first, as upstream).
     (
         "own-prefilter-rejected",
-        "DynamicResources",
+        DRA,
+        (DRA,),
         True,
         Code.UNSCHEDULABLE,
         "no new claims to deallocate",
     ),
+    # A PreFilter rejected in a profile without this plugin's PreFilter: never any state.
+    ("no-prefilter-of-ours", "Custom", ("Custom",), False, Code.ERROR, "not found"),
 ]
 
 
 @pytest.mark.parametrize(
-    ("name", "rejector", "written", "code", "message"),
+    ("name", "rejector", "order", "written", "code", "message"),
     POST_FILTER_CASES,
     ids=[c[0] for c in POST_FILTER_CASES],
 )
 def test_post_filter_after_a_pre_filter_rejection(
-    name: str, rejector: str, written: bool, code: Code, message: str
+    name: str, rejector: str, order: tuple[str, ...], written: bool, code: Code, message: str
 ) -> None:
     pl = DynamicResources()
     state = CycleState()
@@ -344,6 +360,7 @@ def test_post_filter_after_a_pre_filter_rejection(
         _, status = pl.pre_filter(state, pod)  # no claims: an empty state, Skip
         assert status is not None and status.code is Code.SKIP
     state.pre_filter_rejector = rejector
+    state.pre_filter_order = order
     res, status = pl.post_filter(state, pod, {})
     assert res is None and status is not None
     assert (status.code, status.message) == (code, message)

@@ -70,7 +70,7 @@ def test_validate_config_prints_every_error_and_exits_1(
     )
     assert lines[2].startswith(
         '  - profiles[1].plugins.filter.enabled[0]: Invalid value: "NoSuchPlugin": plugin does '
-        "not exist; known plugins: DefaultBinder, "
+        "not exist; known plugins: CapacityScheduling, Coscheduling, DefaultBinder, "
     )
     assert lines[3] == "  - profiles[1].schedulerName: Duplicate value: {}"
 

@@ -73,8 +73,12 @@ def test_feature_gates_change_the_default_set() -> None:
     )
     names = [p.name for p in default_plugins(off).multi_point.enabled]
     assert "DynamicResources" not in names and "NodeDeclaredFeatures" not in names
-    on = DEFAULT_FEATURE_GATES.with_(generic_workload=True)
+    on = DEFAULT_FEATURE_GATES.with_(generic_workload=True, gang_scheduling=True)
     assert default_plugins(on).multi_point.enabled[-1].name == "GangScheduling"
+    # GenericWorkload alone adds nothing: upstream's applyGangScheduling reads the
+    # GangScheduling gate.
+    generic = DEFAULT_FEATURE_GATES.with_(generic_workload=True)
+    assert "GangScheduling" not in [p.name for p in default_plugins(generic).multi_point.enabled]
 
 
 # ------------------------------------------------------------------------- merging

@@ -232,32 +232,31 @@ def test_plugin_args_may_carry_version_and_kind() -> None:
 
 
 def test_out_of_tree_plugin_args_are_kept_verbatim() -> None:
-    # Mirrors scheme_test.go "out-of-tree plugin args" and the seed article's
-    # CapacityScheduling / Coscheduling profiles.
+    # Mirrors scheme_test.go "out-of-tree plugin args".
     body = """\
     profiles:
-    - schedulerName: batch-scheduler
+    - schedulerName: net-scheduler
       plugins:
         multiPoint:
           enabled:
-          - name: Coscheduling
+          - name: NetworkOverhead
       pluginConfig:
-      - name: Coscheduling
+      - name: NetworkOverhead
         args:
           apiVersion: kubescheduler.config.k8s.io/v1
-          kind: CoschedulingArgs
-          permitWaitingTimeSeconds: 60
+          kind: NetworkOverheadArgs
+          weightsName: UserDefined
     """
-    cfg = load(body, extra=["Coscheduling"])
-    (pc,) = [pc for pc in cfg.profiles[0].plugin_config if pc.name == "Coscheduling"]
+    cfg = load(body, extra=["NetworkOverhead"])
+    (pc,) = [pc for pc in cfg.profiles[0].plugin_config if pc.name == "NetworkOverhead"]
     assert pc.args == UnknownArgs(
         {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
-            "kind": "CoschedulingArgs",
-            "permitWaitingTimeSeconds": 60,
+            "kind": "NetworkOverheadArgs",
+            "weightsName": "UserDefined",
         }
     )
-    assert "      permitWaitingTimeSeconds: 60\n    name: Coscheduling\n" in dump_yaml(cfg)
+    assert "      weightsName: UserDefined\n    name: NetworkOverhead\n" in dump_yaml(cfg)
 
 
 def test_plugin_config_without_args_gets_defaults() -> None:

@@ -239,20 +239,23 @@ def test_unknown_plugin_lists_known_ones() -> None:
     body = "profiles:\n- plugins:\n    filter:\n      enabled:\n      - name: PodAffinity\n"
     (err,) = errors_of(body)
     prefix = 'profiles[0].plugins.filter.enabled[0]: Invalid value: "PodAffinity": '
-    assert err.startswith(prefix + "plugin does not exist; known plugins: DefaultBinder, ")
+    assert err.startswith(
+        prefix
+        + "plugin does not exist; known plugins: CapacityScheduling, Coscheduling, DefaultBinder, "
+    )
     assert ", InterPodAffinity, " in err and err.endswith(", VolumeZone")
 
 
 def test_out_of_tree_plugin_known_through_registry_hook() -> None:
-    body = "profiles:\n- plugins:\n    multiPoint:\n      enabled:\n      - name: Coscheduling\n"
-    assert "Coscheduling" in known_plugin_names(["Coscheduling"])
+    body = "profiles:\n- plugins:\n    multiPoint:\n      enabled:\n      - name: NetworkOverhead\n"
+    assert "NetworkOverhead" in known_plugin_names(["NetworkOverhead"])
     # Paths index the defaulted config, as upstream's do (and as --write-config-to shows
     # it): the 20 v1.36 defaults come first in multiPoint.
     assert errors_of(body)[0].startswith(
-        'profiles[0].plugins.multiPoint.enabled[20]: Invalid value: "Coscheduling": '
+        'profiles[0].plugins.multiPoint.enabled[20]: Invalid value: "NetworkOverhead": '
         "plugin does not exist"
     )
-    load(body, extra=["Coscheduling"])  # no error once the registry knows it
+    load(body, extra=["NetworkOverhead"])  # no error once the registry knows it
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ before its node, and a node may be deleted while pods are still accounted on it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from ksched._core import CompiledPod, Snapshot
 from ksched.api.errors import InvalidObjectError
 from ksched.api.node import Node
 from ksched.api.pod import Pod
+from ksched.backend.cache.podgroups import PodGroupStates
 from ksched.backend.compile import compile_bound_pod
 
 log = logging.getLogger(__name__)
@@ -36,8 +38,11 @@ class _CachedPod:
 class Cache:
     """Nodes and the pods accounted on them."""
 
-    def __init__(self, *, seed: int | None = None) -> None:
+    def __init__(self, *, seed: int | None = None, pod_groups: bool = False) -> None:
         self.snapshot = Snapshot(seed)
+        #: The state of every scheduling.k8s.io PodGroup (tracked with the
+        #: GenericWorkload gate on, ``pod_groups``).
+        self.pod_groups = PodGroupStates(enabled=pod_groups)
         self.nodes: dict[str, Node] = {}
         self._pods: dict[str, _CachedPod] = {}
         #: node → uid → pod: the pods accounted on each node (preemption's victims).
@@ -97,6 +102,11 @@ class Cache:
         returned for the caller to report.
         """
         cached = self._pods.get(pod.uid)
+        groups = self.pod_groups
+        if groups.enabled and pod.scheduling_group:
+            if cached is not None:
+                groups.remove_member(cached.pod)
+            groups.add_member(pod)
         if cached is not None and cached.assumed and cached.node_name == pod.node_name:
             self.snapshot.confirm(pod.uid, pod.node_name)
             cached.assumed = False
@@ -134,6 +144,11 @@ class Cache:
         self.snapshot.confirm(uid, node_name)
         cached.assumed = False
         self.touch(node_name)
+        if self.pod_groups.enabled and cached.pod.scheduling_group:
+            bound = dataclasses.replace(cached.pod, node_name=node_name)
+            self.pod_groups.remove_member(cached.pod)
+            self.pod_groups.add_member(bound)
+            cached.pod = bound
         return True
 
     def remove_pod(self, uid: str) -> bool:
@@ -142,6 +157,7 @@ class Cache:
             return False
         self._unindex(cached)
         self.snapshot.remove_pod(uid)
+        self.pod_groups.remove_member(cached.pod)
         return True
 
     def assume(self, pod: Pod, compiled: CompiledPod, node_name: str) -> None:
@@ -151,6 +167,7 @@ class Cache:
             compiled = compiled.without_requests()
         self.snapshot.assume(compiled, node_name)
         self._index(_CachedPod(pod, compiled, node_name, assumed=True))
+        self.pod_groups.assume(pod)
 
     def forget(self, uid: str) -> None:
         """Undo :meth:`assume` after a failed binding."""
@@ -159,6 +176,7 @@ class Cache:
             del self._pods[uid]
             self._unindex(cached)
             self.snapshot.remove_pod(uid)
+            self.pod_groups.forget(cached.pod)
 
     def forget_all_assumed(self) -> int:
         """Forget every assumed pod (this replica stopped leading: its decisions that

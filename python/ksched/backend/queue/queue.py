@@ -212,6 +212,9 @@ class SchedulingQueue:
         self.max_in_unschedulable = max_in_unschedulable
         self.metrics = metrics or SchedulerMetrics()
         self.nominator = Nominator()
+        #: Whether a pod is a member of a scheduling.k8s.io pod group (set with the
+        #: GenericWorkload gate): such a pod that failed goes back through backoff.
+        self.pod_group_member: Callable[[Pod], bool] | None = None
         self._hints_by_profile: dict[str, list[tuple[str, ClusterEventWithHint]]] | None = (
             None if hints is None else {p: list(regs) for p, regs in hints.items()}
         )
@@ -336,7 +339,9 @@ class SchedulingQueue:
         count = info.consecutive_errors_count or info.unschedulable_count
         if count <= 0 or self.max_backoff <= 0:
             return 0.0
-        return min(self.initial_backoff * 2.0 ** (count - 1), self.max_backoff)
+        # Capped before it could overflow a float: a pod retried from backoffQ whenever
+        # activeQ is empty may fail thousands of times.
+        return min(self.initial_backoff * 2.0 ** min(count - 1, 64), self.max_backoff)
 
     def backoff_expiration(self, info: QueuedPodInfo) -> float:
         exp = info.backoff_expiration
@@ -408,8 +413,10 @@ class SchedulingQueue:
             if status is None or status.is_success():
                 continue
             name = pl.name
-            info.unschedulable_plugins = info.unschedulable_plugins | {name}
-            self.metrics.unschedulable_pods.inc((name, info.pod.scheduler_name))
+            if name not in info.unschedulable_plugins and name not in info.pending_plugins:
+                # Upstream counts a pod once per plugin, however often it is re-gated.
+                self.metrics.unschedulable_pods.inc((name, info.pod.scheduler_name))
+                info.unschedulable_plugins = info.unschedulable_plugins | {name}
             info.gating_plugin = name
             info.gating_plugin_events = self._plugin_events.get(name, ())
             code = str(getattr(status, "code", "Unschedulable"))
@@ -580,6 +587,10 @@ class SchedulingQueue:
         """Upstream ``determineSchedulingHintForInFlightPod``."""
         if not info.unschedulable_plugins and not info.pending_plugins:
             return QueueingStrategy.AFTER_BACKOFF
+        if self.pod_group_member is not None and self.pod_group_member(info.pod):
+            # A pod group's member retries on backoff alone: requeueing on events is
+            # not defined for whole groups yet (upstream, GenericWorkload).
+            return QueueingStrategy.AFTER_BACKOFF
         strategy = QueueingStrategy.SKIP
         for seq, event, old, new in list(self._events):
             if seq <= start:
@@ -725,9 +736,10 @@ class SchedulingQueue:
 
     def pop_specific(self, uid: str) -> QueuedPodInfo | None:
         """Upstream ``PopSpecificPod``: take the pod ``uid`` out of the queue as
-        :meth:`try_pop` takes a pod (in flight, one more attempt). It is activated first
-        (out of unschedulablePods or backoffQ, through PreEnqueue); None when it is not in
-        activeQ then (unknown, gated, already in flight)."""
+        :meth:`try_pop` takes a pod (in flight, one more attempt), e.g. a pod group cycle
+        taking its other members. It is activated first (out of unschedulablePods or
+        backoffQ, through PreEnqueue); None when it is not in activeQ then (unknown,
+        gated, already in flight)."""
         self.activate((uid,))
         info = self._active_uids.pop(uid, None)
         if info is None:

@@ -429,12 +429,10 @@ class DynamicResources:
         self, state: CycleState, pod: Pod, statuses: Mapping[str, Status]
     ) -> tuple[PostFilterResult | None, Status | None]:
         s: _State | None = state.get(STATE_KEY)
-        rejector = state.pre_filter_rejector
-        if rejector and rejector != NAME and (s is None or rejector in _core.FILTER_PLUGINS):
-            # A PreFilter before this plugin's stopped the PreFilter phase (the built-in
-            # ones all come first), so upstream has no state here: getStateData's
-            # CycleState.Read fails with "not found", an Error that ends PostFilter
-            # before DefaultPreemption runs.
+        if not _pre_filter_ran(state):
+            # A PreFilter before this plugin's stopped the PreFilter phase, so upstream
+            # has no state here: getStateData's CycleState.Read fails with "not found",
+            # an Error that ends PostFilter before DefaultPreemption runs.
             return None, Status(Code.ERROR, "not found")
         if s is None or not s.claims:
             # No claims (this plugin's PreFilter wrote an empty state upstream, and ksched
@@ -797,6 +795,22 @@ def _has_binding_conditions(claims: list[Obj]) -> bool:
             r.get("bindingConditions") for r in (alloc.get("devices") or {}).get("results") or []
         ):
             return True
+    return False
+
+
+def _pre_filter_ran(state: CycleState) -> bool:
+    """Whether upstream ran this plugin's PreFilter in the cycle of ``state``: no
+    PreFilter stopped the phase (``CycleState.pre_filter_rejector``), or the one that
+    did comes after this plugin in the profile's PreFilter order. The built-in (Rust)
+    PreFilters all come before it (v1.36's default profile appends DynamicResources
+    after them); ksched runs its Python PreFilter first, and skips it for pods without
+    claims, so its own state does not tell."""
+    rejector = state.pre_filter_rejector
+    if not rejector or rejector == NAME:
+        return True
+    order = state.pre_filter_order
+    if rejector in order and NAME in order:
+        return order.index(NAME) < order.index(rejector)
     return False
 
 
