@@ -137,8 +137,9 @@ def _add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "--feature-gates",
         default="",
         metavar="A=true,B=false",
-        help="feature gates; ksched uses CoordinatedLeaderElection and "
-        "StorageCapacityScoring (both default false)",
+        help="feature gates; ksched uses CoordinatedLeaderElection, StorageCapacityScoring, "
+        "GenericWorkload, GangScheduling and TopologyAwareWorkloadScheduling (all default "
+        "false; WorkloadAwarePreemption is refused)",
     )
     serving = p.add_argument_group("secure serving and delegated authentication")
     serving.add_argument("--bind-address", default="0.0.0.0", help="address of the HTTPS endpoints")

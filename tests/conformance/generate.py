@@ -40,8 +40,9 @@ field a built-in plugin reads is drawn somewhere:
   DefaultPreemption's candidate numbers).
 
 Plugins are a table (:data:`PLUGINS`): one entry per plugin with the generator of its
-args and of the features it tests, so plugins still to come (the volume plugins,
-DynamicResources) add an entry and the fields their objects need. In-tree plugins ksched
+args and of the features it tests, so plugins whose objects are not generated yet (the
+volume plugins, DynamicResources: they run in every case, without volumes or claims)
+add an entry and the fields their objects need. In-tree plugins ksched
 does not implement yet are disabled in every generated profile (computed from ksched's
 build, :func:`ksched.profiles.implemented_plugin_names`), so cases compare the plugins
 ksched has, and a plugin that lands joins the cases without a change here.
