@@ -26,7 +26,13 @@ Obj = dict[str, Any]
 
 __all__ = ["SharedInformer", "SharedInformers", "kind_of_resource"]
 
-_RESOURCE_KINDS: dict[str, Kind] = {name: kind for kind, name in KIND_NAMES.items()}  # type: ignore[misc]
+#: Pods and nodes are not among them: the scheduler's own informers turn their changes
+#: into the parsed ``Pod``/``Node``/``AssignedPod`` events the hints expect.
+_RESOURCE_KINDS: dict[str, Kind] = {
+    name: kind  # type: ignore[misc]
+    for kind, name in KIND_NAMES.items()
+    if kind not in ("pods", "nodes")
+}
 
 
 def kind_of_resource(resource: str) -> Kind | None:

@@ -155,3 +155,27 @@ async def test_embedded_cluster_replaces_and_patches_with_the_apis_rules() -> No
         await c.get_object(kind="persistentvolumeclaims", namespace="default", name="nope")
     got = await c.get_object(kind="persistentvolumeclaims", namespace="default", name="data")
     assert got["metadata"]["labels"]["tier"] == "db"
+
+
+@pytest.mark.parametrize(
+    ("resource", "kind"),
+    [
+        ("PersistentVolumeClaim", "persistentvolumeclaims"),
+        ("ResourceClaim", "resourceclaims"),
+        ("Pod", None),
+        ("Node", None),
+        ("AssignedPod", None),
+    ],
+)
+def test_pods_and_nodes_are_left_to_the_schedulers_own_informers(
+    resource: str, kind: str | None
+) -> None:
+    from ksched.backend.shared_informers import kind_of_resource
+
+    assert kind_of_resource(resource) == kind
+
+
+def test_the_default_profile_watches_pods_and_nodes_once() -> None:
+    sched = Scheduler(InMemoryCluster(), {PROFILE: default_profile()})
+    watched = [inf.kind for inf in [sched.node_informer, sched.pod_informer, *sched.aux_informers]]
+    assert watched.count("pods") == 1 and watched.count("nodes") == 1
