@@ -391,6 +391,63 @@ def test_gated_pod_update_keeping_a_gate_stays_gated(queue: SchedulingQueue):
     assert queue.counts()["gated"] == 1
 
 
+class Flaky:
+    """A PreEnqueue plugin that raises while ``broken``."""
+
+    name = "Flaky"
+
+    def __init__(self) -> None:
+        self.broken = False
+
+    def pre_enqueue(self, pod: Pod) -> None:
+        if self.broken:
+            raise RuntimeError("plugin bug")
+
+
+def test_a_raising_pre_enqueue_plugin_gates_the_pod_instead_of_losing_it(clock: FakeClock):
+    flaky = Flaky()
+    queue = make_queue(clock, pre_enqueue={PROFILE: [flaky]})
+    queue.add(parsed_pod("p"))
+    info = queue.try_pop()
+    assert info is not None
+    flaky.broken = True
+    # The failed pod goes back through PreEnqueue, which raises: it stays queued, gated.
+    queue.add_unschedulable(info, ())
+    assert queue.where(info.uid) == "unschedulable"
+    assert info.gating_plugin == "Flaky"
+    flaky.broken = False
+    queue.activate([info.uid])  # the next PreEnqueue run lets it through
+    assert queue.where(info.uid) == "active"
+
+
+async def test_the_flushers_survive_an_exception(clock: FakeClock, monkeypatch: pytest.MonkeyPatch):
+    queue = make_queue(clock)
+    calls = {"n": 0}
+    real = queue.flush_backoff_completed
+
+    def flush() -> int:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("boom")
+        return real()
+
+    monkeypatch.setattr(queue, "flush_backoff_completed", flush)
+    monkeypatch.setattr("ksched.backend.queue.queue.FLUSH_BACKOFF_INTERVAL", 0.001)
+    monkeypatch.setattr("ksched.backend.queue.queue.BACKOFF_ORDERING_WINDOW", 0.001)
+    task = asyncio.get_running_loop().create_task(queue.run_flushers())
+    try:
+        for _ in range(200):
+            if calls["n"] >= 3:
+                break
+            clock.now += 0.01
+            await asyncio.sleep(0.005)
+        assert calls["n"] >= 3 and not task.done()
+    finally:
+        queue.close()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 # ---- in-flight events --------------------------------------------------------------------
 
 
