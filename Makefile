@@ -3,6 +3,7 @@
 #   make test   install everything into .venv, build the test control plane, run every test
 #   make bench  pytest-benchmark suites on a release build
 #   make lint   ruff, mypy --strict, stubtest of the Rust stub, clippy, import contracts
+#   make chaos  the chaos suite's full loops against the test control plane (ROUNDS=N)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -11,7 +12,7 @@ PIP    := $(PY) -m pip
 RUST_SOURCES := $(shell find rust -name '*.rs') Cargo.toml
 PY_LIBDIR = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))')
 
-.PHONY: all wheel install build-dev build-prod control-plane format lint test test-rust test-python bench run clean
+.PHONY: all wheel install build-dev build-prod control-plane format lint test test-rust test-python chaos bench run clean
 
 all: lint test
 
@@ -70,6 +71,15 @@ test-python: install control-plane
 	KSCHED_CONTROLPLANE_BIN_DIR="$$(cat $(CONTROL_PLANE_BIN) 2>/dev/null)" $(PY) -m pytest
 
 test: control-plane test-rust test-python
+
+# tests/chaos: leader SIGKILL loop, paused leader, apiserver restarts and etcd compaction.
+# `make test` runs one short round of each; this runs the full loops ROUNDS times and
+# prints the figures (failover times, drain times, what each round bound and deleted).
+ROUNDS ?= 1
+chaos: install control-plane
+	KSCHED_CHAOS_FULL=1 KSCHED_CHAOS_ROUNDS=$(ROUNDS) \
+	KSCHED_CONTROLPLANE_BIN_DIR="$$(cat $(CONTROL_PLANE_BIN) 2>/dev/null)" \
+	$(PY) -m pytest tests/chaos -p no:cacheprovider
 
 bench: install
 	$(PY) -m pytest benches --benchmark-only --benchmark-columns=min,median,mean,max,rounds
