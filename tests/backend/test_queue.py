@@ -420,6 +420,42 @@ def test_a_raising_pre_enqueue_plugin_gates_the_pod_instead_of_losing_it(clock: 
     assert queue.where(info.uid) == "active"
 
 
+class Gate:
+    """A PreEnqueue plugin, registered for node additions only, that gates while
+    ``closed`` (as DefaultPreemption gates a preemptor while its victims are deleted)."""
+
+    name = "Gate"
+
+    def __init__(self) -> None:
+        self.closed = True
+
+    def pre_enqueue(self, pod: Pod) -> Any:
+        from ksched.framework.status import Code, Status
+
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "wait") if self.closed else None
+
+
+def test_a_gated_pod_is_re_evaluated_at_the_unschedulable_timeout(clock: FakeClock):
+    # upstream movePodsToActiveOrBackoffQueue skips a gated pod only for a non-wildcard
+    # event its gating plugin did not register: the timeout flush re-runs PreEnqueue.
+    gate = Gate()
+    node_add = ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD), None)
+    queue = make_queue(
+        clock,
+        hints=_registrations("NodeResourcesFit", extra=[("Gate", node_add)]),
+        pre_enqueue={PROFILE: [gate]},
+    )
+    queue.add(parsed_pod("p"))
+    uid = parsed_pod("p").uid
+    assert queue.counts()["gated"] == 1
+    gate.closed = False  # no event says so
+    queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE, parsed_pod("v"), None)
+    assert queue.counts()["gated"] == 1  # not an event the gating plugin registered
+    clock.now += 301
+    queue.flush_unschedulable_leftover()
+    assert queue.where(uid) == "active"
+
+
 async def test_the_flushers_survive_an_exception(clock: FakeClock, monkeypatch: pytest.MonkeyPatch):
     queue = make_queue(clock)
     calls = {"n": 0}

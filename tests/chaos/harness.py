@@ -454,6 +454,19 @@ class Replicas:
                     break
         return out
 
+    def leader_queue(self, api: Api) -> dict[str, float]:
+        """The leader's ``scheduler_pending_pods`` by queue (empty when none leads)."""
+        r = self.leader(api)
+        if r is None or not r.proc.alive():
+            return {}
+        _, text = r.proc.get("/metrics", cert=(self.cp.client_cert_file, self.cp.client_key_file))
+        out: dict[str, float] = {}
+        for ln in text.splitlines():
+            if ln.startswith("scheduler_pending_pods{"):
+                queue = ln.split('queue="', 1)[1].split('"', 1)[0]
+                out[queue] = float(ln.rsplit(" ", 1)[1])
+        return out
+
     def diagnose(self, api: Api) -> str:
         """What the replicas say about themselves, for a scenario that timed out: who
         leads, and each live replica's queue, cache and attempt counters."""
@@ -746,16 +759,22 @@ class Preemption:
     at: float
 
 
-def preemptions(api: Api, namespace: str) -> dict[str, Preemption]:
+def preemptions(
+    api: Api, namespace: str, victims: Iterable[str] | None = None
+) -> dict[str, Preemption]:
     """The ``Preempted`` events of the namespace by victim name (``Preempted by pod
-    <uid> on node <node>``, reported by the scheduler replica that deleted it)."""
+    <uid> on node <node>``, reported by the scheduler replica that deleted it), of the
+    ``victims`` named (default: all)."""
     out: dict[str, Preemption] = {}
+    wanted = None if victims is None else set(victims)
     doc = api.must("GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
     for ev in doc["items"]:
         if ev.get("reason") != "Preempted":
             continue
         words = str(ev.get("note") or "").split()
         victim = ev["regarding"]["name"]
+        if wanted is not None and victim not in wanted:
+            continue
         out[victim] = Preemption(
             victim,
             words[3] if len(words) > 3 else "",

@@ -3,12 +3,12 @@
 Three replicas (leaseDuration 4s, renewDeadline 3s, retryPeriod 1s) share a nearly
 full cluster: 50 nodes of 4 pod slots, filled with 200 low-priority pods. Each round
 the leader is frozen (SIGSTOP: a long GC pause, a frozen VM, a stalled disk), 60
-high-priority pods are created, another replica takes the Lease and preempts exactly
-one filler for each of them, and the frozen leader is resumed (SIGCONT) while the new
-leader is at work. A resumed ex-leader acting on its seconds-old cache binds pods into
-slots the new leader is using and deletes fillers no placement needs; with the write
-fence it writes nothing and exits 1, and a fresh replica takes its place (as its
-Deployment would).
+high-priority pods are created, another replica takes the Lease and preempts a filler
+for each of them, and the frozen leader is resumed (SIGCONT) 0.1-0.6 s after the
+takeover, while the new leader is at work. A resumed ex-leader acting on its
+seconds-old cache binds pods into slots the new leader is using and deletes fillers
+no placement needs; with the write fence it writes nothing and exits 1, and a fresh
+replica takes its place (as its Deployment would).
 
 Checked each round (:func:`tests.chaos.harness.violations`): every pod bound exactly
 once, no node over 4 pods (or its cpu, memory) at any revision, no filler deleted but
@@ -85,20 +85,35 @@ def _round(
         new = replicas.wait_leader(api, 60, not_=old)
         assert new is not old
         bound_at_takeover = history.bound(highs)
-        delay = jitter(0.2, 1.5, rng)
+        # Resumed while the new leader is still at work: the sooner, the more a stale
+        # leader can do.
+        delay = jitter(0.1, 0.6, rng)
         time.sleep(delay)
         replicas.resume(old)
+        t_resume = time.monotonic()
         try:
-            wait_until(lambda: history.bound(highs) == HIGH, 120, "high-priority pods bound")
+            wait_until(lambda: history.bound(highs) == HIGH, 60, "high-priority pods bound")
         except AssertionError as exc:
-            raise AssertionError(f"{exc}\n{replicas.diagnose(api)}") from None
+            # Upstream's race, not a stale leader's doing: a preemptor whose only victim
+            # another preemptor deleted first finds nothing left to delete, stays gated by
+            # DefaultPreemption and waits for the next pod deletion or the unschedulable
+            # timeout (5 minutes). kube-scheduler does the same; wait for that, no longer.
+            queue = replicas.leader_queue(api)
+            gated_only = queue.get("gated", 0) > 0 and sum(queue.values()) == queue["gated"]
+            if not gated_only:
+                raise AssertionError(f"{exc}\n{replicas.diagnose(api)}") from None
+            try:
+                wait_until(lambda: history.bound(highs) == HIGH, 360, "the unschedulable flush")
+            except AssertionError as exc2:
+                raise AssertionError(f"{exc2}\n{replicas.diagnose(api)}") from None
+        waited = time.monotonic() - t_resume
         # The ex-leader stops: at once with the fence, after renewDeadline without it.
         wait_until(lambda: not old.proc.alive(), 30, "the resumed ex-leader exits")
         time.sleep(1.0)  # late writes, if any, land now
         deleted = sum(1 for p in history.pods.values() if p.deleted_at is not None)
         max_pods = max(history.max_pods.values())
         over = len({n for n, *_ in history.overcommits})
-        preempted = preemptions(api, ns)
+        preempted = preemptions(api, ns, fillers)
         found = violations(history, fillers + highs, leases=leases, preempted=preempted)
         preemptors = len({p.preemptor_uid for p in preempted.values()})
         log = old.proc.text()
@@ -109,7 +124,8 @@ def _round(
             f"by {preemptors} preemptors for {HIGH} high-priority pods; most pods on a node "
             f"{max_pods}/{SLOTS}; {over} "
             f"node(s) over-committed; ex-leader exited {old.proc.proc.returncode}, "
-            f"{refused} write(s) refused; {len(found)} violation(s)"
+            f"{refused} write(s) refused; all bound {waited:.0f}s after the resume; "
+            f"{len(found)} violation(s)"
         )
         return [f"round {rnd + 1}: {v}" for v in found]
     finally:

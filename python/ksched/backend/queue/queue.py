@@ -698,9 +698,17 @@ class SchedulingQueue:
     def _move_pods(
         self, infos: Sequence[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any
     ) -> None:
+        wildcard = is_wildcard(event)
         for info in infos:
-            if info.gating_plugin and not match_any_cluster_event(event, info.gating_plugin_events):
-                continue  # the event cannot interest the plugin that gates the pod
+            if (
+                info.gating_plugin
+                and not wildcard
+                and not match_any_cluster_event(event, info.gating_plugin_events)
+            ):
+                # The event cannot interest the plugin that gates the pod. A wildcard
+                # (the unschedulable timeout, a forced activation) re-evaluates every
+                # gated pod, as upstream does: a plugin may stop gating without an event.
+                continue
             strategy = self.worth_requeuing(info, event, old, new)
             if strategy == QueueingStrategy.SKIP:
                 continue
