@@ -346,7 +346,7 @@ async def test_unschedulable_pod_gets_failed_scheduling_then_binds_when_a_node_i
         # DefaultPreemption adds upstream's sentence, double period included.
         want = (
             "0/4 nodes are available: 1 node(s) were unschedulable, 3 Insufficient cpu. "
-            "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.."
+            "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
         )
         failed = await eventually(
             lambda: _events(cluster, "FailedScheduling", 1), what="FailedScheduling"

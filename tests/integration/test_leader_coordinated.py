@@ -154,4 +154,4 @@ def test_the_apiserver_elects_one_candidate_and_reelects_when_it_dies(
 
 
 def _leads(p: KschedProcess, identity: str) -> bool:
-    return f"leading as {identity}" in p.text()
+    return f'"Leading" identity="{identity}"' in p.text()

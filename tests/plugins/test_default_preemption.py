@@ -1147,7 +1147,7 @@ async def test_a_pod_that_cannot_preempt_reports_why() -> None:
         note = next(e["note"] for e in c.events if e["reason"] == "FailedScheduling")
         assert note == (
             "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are "
-            "available: 1 No preemption victims found for incoming pod.."
+            "available: 1 No preemption victims found for incoming pod."
         )
         assert c.get("pods", "default/same") is not None
     finally:

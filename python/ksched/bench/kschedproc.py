@@ -91,9 +91,16 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 async def _main(args: argparse.Namespace) -> int:
     from ksched.client.api import connect
+    from ksched.options import parse
 
-    opts = run.RunOptions(config=args.config, kubeconfig=args.kubeconfig, leader_elect=False)
-    cfg = run.resolve_config(opts)
+    argv = ["--leader-elect=false"]
+    if args.config:
+        argv.append(f"--config={args.config}")
+    elif args.kubeconfig:
+        argv.append(f"--kubeconfig={args.kubeconfig}")
+    cfg = run.resolve_config(parse(argv))
+    if args.config and args.kubeconfig:
+        cfg.client_connection.kubeconfig = args.kubeconfig
     run.check_supported(cfg)
     profiles = run.profiles_from_config(cfg)
     stop = asyncio.Event()

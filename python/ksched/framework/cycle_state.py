@@ -15,6 +15,8 @@ __all__ = ["CycleState"]
 class CycleState:
     __slots__ = (
         "_data",
+        "evaluated_nodes",
+        "feasible_nodes",
         "pre_filter_node_plugins",
         "record_plugin_metrics",
         "skip_filter_plugins",
@@ -31,6 +33,9 @@ class CycleState:
         self.skip_score_plugins: frozenset[str] = frozenset()
         #: Python PreFilter plugins that narrowed the attempt to some node names (sorted).
         self.pre_filter_node_plugins: tuple[str, ...] = ()
+        #: The nodes the placement examined and found feasible (the bound-pod log line).
+        self.evaluated_nodes = 0
+        self.feasible_nodes = 0
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value

@@ -34,7 +34,7 @@ def fit_error_message(
         if histogram:
             msg += " " + ", ".join(histogram) + "."
     if post_filter_msg:
-        msg += f" {post_filter_msg}."
+        msg += f" {post_filter_msg}"
     return msg
 
 

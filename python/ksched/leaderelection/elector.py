@@ -35,6 +35,7 @@ import asyncio
 import datetime
 import logging
 import random
+import socket
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
@@ -42,6 +43,7 @@ from typing import Any, Protocol
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ksched import logs
 from ksched.cluster import APIError, ClusterAPI, Conflict, NotFound
 from ksched.leaderelection.lease import LeaderElectionRecord, LeaseLock, format_micro_time
 
@@ -55,6 +57,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+#: klog's V(4) as a :mod:`logging` level (:func:`ksched.logs.level_for`).
+V4 = logs.level_for(4)
 
 #: client-go ``leaderelection.JitterFactor``.
 JITTER_FACTOR = 1.2
@@ -182,8 +186,8 @@ class LeaderElector:
             try:
                 await self.lock.update(record)
             except (APIError, OSError, TimeoutError) as exc:
-                log.info("failed to update lease %s optimistically (%s); falling back to slow "
-                         "path", self.lock.describe(), exc)  # fmt: skip
+                log.error("Failed to update lock optimistically: %s, falling back to slow path",
+                          exc)  # fmt: skip
             else:
                 self._set_observed(record)
                 return True
@@ -194,12 +198,12 @@ class LeaderElector:
             try:
                 await self.lock.create(record)
             except (APIError, OSError, TimeoutError) as exc:
-                log.error("error initially creating lease %s: %s", self.lock.describe(), exc)
+                log.error("error initially creating leader election record: %s", exc)
                 return False
             self._set_observed(record)
             return True
         except (APIError, OSError, TimeoutError) as exc:
-            log.error("error retrieving lease %s: %s", self.lock.describe(), exc)
+            log.error("error retrieving resource lock %s: %s", self.lock.describe(), exc)
             return False
         # 3. Someone else's, and not expired by our own clock?
         self._observe(old, raw)
@@ -208,8 +212,7 @@ class LeaderElector:
             and self._lease_valid(self.clock.monotonic())
             and not self.is_leader()
         ):
-            log.debug("lease %s is held by %s and has not yet expired", self.lock.describe(),
-                      old.holder_identity)  # fmt: skip
+            log.log(V4, "lease is held by %s and has not yet expired", old.holder_identity)
             return False
         # 4. Take or keep it.
         if self.is_leader():
@@ -220,7 +223,7 @@ class LeaderElector:
         try:
             await self.lock.update(record)
         except (APIError, OSError, TimeoutError) as exc:
-            log.error("failed to update lease %s: %s", self.lock.describe(), exc)
+            log.error("Failed to update lock: %s", exc)
             return False
         self._set_observed(record)
         return True
@@ -238,7 +241,7 @@ class LeaderElector:
             return False
         self._observe(old, raw)
         if self.observed_time + old.lease_duration_seconds < self.clock.monotonic():
-            log.debug("lease %s has expired", self.lock.describe())
+            log.log(V4, "lease %s has expired", self.lock.describe())
             return False
         if not self.is_leader():
             return False
@@ -272,7 +275,7 @@ class LeaderElector:
     async def acquire(self, stop: asyncio.Event) -> bool:
         """Try until the Lease is ours (True) or ``stop`` is set (False)."""
         desc = self.lock.describe()
-        log.info("attempting to acquire leader lease %s as %s...", desc, self.identity)
+        log.info("attempting to acquire leader lease %s...", desc)
         while not stop.is_set():
             ok = await self._attempt(self.renew_deadline)
             self._maybe_report_transition()
@@ -368,7 +371,7 @@ class LeaderElector:
             try:
                 await self.record_event(f"{self.identity} {what}")
             except (APIError, OSError, TimeoutError) as exc:
-                log.debug("lease event not recorded: %s", exc)
+                log.log(V4, "lease event not recorded: %s", exc)
 
 
 class LeaderMetrics(Collector):
@@ -407,7 +410,8 @@ def lease_event_recorder(
                 },
                 "eventTime": now,
                 "reportingController": controller,
-                "reportingInstance": lock.identity,
+                # The legacy recorder kube-scheduler uses reports the host.
+                "reportingInstance": socket.gethostname(),
                 "action": "LeaderElection",
                 "reason": "LeaderElection",
                 "type": "Normal",

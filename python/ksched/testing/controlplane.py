@@ -77,8 +77,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 __all__ = [
     "BINARIES",
     "ControlPlane",
-    "ControllerManager",
     "ControlPlaneError",
+    "ControllerManager",
     "KubeScheduler",
     "build_script",
     "control_plane",

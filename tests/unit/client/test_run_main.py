@@ -15,9 +15,9 @@ from ksched.config import (
     KubeSchedulerConfiguration,
     load_config_bytes,
 )
+from ksched.options import parse
 from ksched.run import (
     RunError,
-    RunOptions,
     check_supported,
     profiles_from_config,
     resolve_config,
@@ -78,14 +78,14 @@ def test_profiles_percentage_overrides_global_and_plugin_changes_apply() -> None
 
 
 def test_flags_override_the_file_and_unsupported_features_are_refused() -> None:
-    c = resolve_config(RunOptions(kubeconfig="/k", leader_elect=None))
+    c = resolve_config(parse(["--kubeconfig=/k"]))
     assert c.client_connection.kubeconfig == "/k"
     assert c.leader_election.leader_elect is True  # the v1 default
     check_supported(c)  # leader election is supported (ksched.leaderelection)
     c.leader_election.resource_lock = "endpointsleases"
     with pytest.raises(RunError, match="resourceLock"):
         check_supported(c)
-    c = resolve_config(RunOptions(leader_elect=False))
+    c = resolve_config(parse(["--leader-elect=false"]))
     check_supported(c)
     c.extenders.append(Extender(url_prefix="http://127.0.0.1:1", filter_verb="filter"))
     check_supported(c)  # extenders are supported...
@@ -99,7 +99,10 @@ def test_flags_override_the_file_and_unsupported_features_are_refused() -> None:
         check_supported(c)  # ...but one whose TLS settings cannot be loaded stops the run
 
 
-async def test_stop_finishes_bindings_in_flight_and_takes_no_new_pods() -> None:
+async def test_stop_finishes_bindings_in_flight_and_takes_no_new_pods(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("ksched.scheduler.UNCLAIMED_AFTER", 0.0)
     gate = asyncio.Event()
     cluster = InMemoryCluster(bind_gate=gate)
     cluster.create("nodes", make_node("n1"))

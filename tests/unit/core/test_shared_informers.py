@@ -62,9 +62,7 @@ class NeedsClaim:
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
-            ClusterEventWithHint(
-                ClusterEvent("PersistentVolumeClaim", ActionType.ADD), self._hint
-            )
+            ClusterEventWithHint(ClusterEvent("PersistentVolumeClaim", ActionType.ADD), self._hint)
         ]
 
 

@@ -273,7 +273,7 @@ async def test_python_filter_rejecting_every_node_reports_its_reason():
         await wait_for(lambda: condition(c, "p") is not None)
         assert failed_notes(c) == [
             "0/2 nodes are available: 2 node(s) were not the chosen one. preemption: 0/2 nodes "
-            "are available: 2 No preemption victims found for incoming pod.."
+            "are available: 2 No preemption victims found for incoming pod."
         ]
         info = next(iter(sched.queue._unschedulable.values()))
         assert info.unschedulable_plugins == {"OnlyNode"}
@@ -290,7 +290,7 @@ async def test_the_diagnosis_keeps_rust_rejections_when_python_filters_reject_th
         assert failed_notes(c) == [
             "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) were not the chosen one. "
             "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
-            "2 No preemption victims found for incoming pod.."
+            "2 No preemption victims found for incoming pod."
         ]
 
 
@@ -316,7 +316,7 @@ async def test_nodes_outside_a_python_pre_filter_result_are_unresolvable_when_no
         assert failed_notes(c) == [
             "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) "
             "[OnlyNames]. preemption: 0/3 nodes are available: 3 Preemption is not helpful "
-            "for scheduling.."
+            "for scheduling."
         ]
 
 
@@ -351,8 +351,8 @@ async def test_metrics_after_scheduling():
     )
     assert "scheduler_pod_scheduling_attempts_count 5.0" in text
     assert 'scheduler_pod_scheduling_sli_duration_seconds_count{attempts="1"} 5.0' in text
-    assert 'scheduler_scheduler_cache_size{type="nodes"} 2.0' in text
-    assert 'scheduler_scheduler_cache_size{type="pods"} 5.0' in text
+    assert 'scheduler_cache_size{type="nodes"} 2.0' in text
+    assert 'scheduler_cache_size{type="pods"} 5.0' in text
     for point in ("PreEnqueue", "Filter", "Reserve", "Permit", "Bind"):
         assert (
             f'scheduler_framework_extension_point_duration_seconds_count{{extension_point="{point}",'
