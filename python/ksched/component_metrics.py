@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -243,6 +243,46 @@ class AuthMetrics:
             ("code",),
         )
 
+        buckets = tuple(0.001 * 2**i for i in range(15))
+        self.user_requests = Counter(
+            "authenticated_user_requests",
+            "Counter of authenticated requests broken out by username.",
+            ("username",),
+        )
+        self.authn_attempts = Counter(
+            "authentication_attempts", "Counter of authenticated attempts.", ("result",)
+        )
+        self.authn_latency = Histogram(
+            "authentication_duration_seconds",
+            "Authentication duration in seconds broken out by result.",
+            buckets,
+            ("result",),
+        )
+        self.authz_attempts = Counter(
+            "authorization_attempts_total",
+            "Counter of authorization attempts broken down by result. It can be either "
+            "'allowed', 'denied', 'no-opinion' or 'error'.",
+            ("result",),
+        )
+        self.authz_latency = Histogram(
+            "authorization_duration_seconds",
+            "Authorization duration in seconds broken out by result.",
+            buckets,
+            ("result",),
+        )
+
+    def authenticated(self, result: str, username: str, seconds: float) -> None:
+        """``recordAuthenticationMetrics``: success, failure or error."""
+        if result == "success":
+            self.user_requests.inc((_compress_username(username),))
+        self.authn_attempts.inc((result,))
+        self.authn_latency.observe((result,), seconds)
+
+    def authorized(self, result: str, seconds: float) -> None:
+        """``recordAuthorizationMetrics``: allowed, denied or error."""
+        self.authz_attempts.inc((result,))
+        self.authz_latency.observe((result,), seconds)
+
     def client_certificate(self, leaf: Any) -> None:
         remaining = leaf.not_valid_after_utc.timestamp() - time.time()
         self.cert_expiration.observe((), remaining)
@@ -258,9 +298,32 @@ class AuthMetrics:
 
     def families(self) -> Iterator[Metric]:
         yield self.cert_expiration.family()
-        for m in (self.authn, self.authn_duration, self.authz, self.authz_duration):
+        for m in (
+            self.authn,
+            self.authn_duration,
+            self.authz,
+            self.authz_duration,
+            self.user_requests,
+            self.authn_attempts,
+            self.authn_latency,
+            self.authz_attempts,
+            self.authz_latency,
+        ):
             if getattr(m, "values", None) or getattr(m, "series", None):
                 yield m.family()
+
+
+def _compress_username(name: str) -> str:
+    """The apiserver filters' ``compressUsername``."""
+    if name in (
+        "admin",
+        "client",
+        "kube_proxy",
+        "kubelet",
+        "system:serviceaccount:kube-system:default",
+    ):
+        return name
+    return "email_id" if "@" in name else "other"
 
 
 # ---- /metrics/slis ----------------------------------------------------------------------
@@ -287,23 +350,15 @@ class SliMetrics:
         self.total.inc((check, "success" if passed else "error", group))
 
     def exposition(self) -> bytes:
-        registry = CollectorRegistry(auto_describe=False)
-        me = self
-
-        class _C(Collector):
-            def collect(self) -> Iterator[Metric]:
-                yield _with_level(me.last.family())
-                yield _with_level(me.total.family())
-                yield _with_level(
-                    GaugeMetricFamily(
-                        "process_start_time_seconds",
-                        "[ALPHA] Start time of the process since unix epoch in seconds.",
-                        value=me.start_time,
-                    )
-                )
-
-        registry.register(_C())
-        return bytes(generate_latest(registry))
+        fams = [_with_level(self.last.family()), _with_level(self.total.family())]
+        fams.append(
+            GaugeMetricFamily(
+                "process_start_time_seconds",
+                "[ALPHA] Start time of the process since unix epoch in seconds.",
+                value=self.start_time,
+            )
+        )
+        return render(fams)
 
 
 # ---- the component ------------------------------------------------------------------------
@@ -564,9 +619,7 @@ class ComponentMetrics:
         kept = [f for f in fams if self._full_name(f) not in self.disabled]
         kept = [_with_level(self._allow_list(f)) for f in kept]
         kept.extend(_with_level(f) for f in self._registry_families(fams))
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(_Families(kept))
-        return bytes(generate_latest(registry))
+        return render(kept)
 
     def reset(self, status: Any = None) -> None:
         """``DELETE /metrics``: reset the resettable series (counters and histograms)."""
@@ -596,9 +649,7 @@ class ComponentMetrics:
         if sched is not None:
             for pod in list(sched.pod_informer.store.values()):
                 _pod_resource_samples(pod, req, lim)
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(_Families([req, lim]))
-        return bytes(generate_latest(registry))
+        return render([req, lim])
 
 
 def _unit(resource: str) -> str:
@@ -640,12 +691,84 @@ def _pod_resource_samples(
             fam.add_metric([*base, resource, _unit(resource)], values[resource])
 
 
-class _Families(Collector):
-    def __init__(self, fams: list[Metric]) -> None:
-        self._fams = fams
+#: Counters whose samples have no ``_total`` suffix upstream (client_golang writes a
+#: counter's name as registered).
+BARE_COUNTERS = frozenset({"authenticated_user_requests", "authentication_attempts"})
 
-    def collect(self) -> Iterator[Metric]:
-        return iter(self._fams)
+
+def go_float(v: float) -> str:
+    """client_golang's sample values: ``strconv.FormatFloat(v, 'g', -1, 64)`` (the
+    shortest digits that round-trip, in %e form when the exponent is below -4 or at
+    least 6)."""
+    if v != v:
+        return "NaN"
+    if v in (float("inf"), float("-inf")):
+        return "+Inf" if v > 0 else "-Inf"
+    if v == 0:
+        return "0"
+    sign = "-" if v < 0 else ""
+    r = repr(abs(v))
+    if "e" in r:
+        m, _, e = r.partition("e")
+        whole, _, frac = m.partition(".")
+        digs = (whole + frac).rstrip("0")
+        exp = int(e) + len(whole) - 1
+    else:
+        whole, _, frac = r.partition(".")
+        if whole != "0":
+            exp = len(whole) - 1
+            digs = (whole + frac).rstrip("0")
+        else:
+            stripped = frac.lstrip("0")
+            exp = -(len(frac) - len(stripped)) - 1
+            digs = stripped.rstrip("0")
+    digs = digs or "0"
+    if exp < -4 or exp >= 6:
+        body = digs[0] + ("." + digs[1:] if len(digs) > 1 else "")
+        return f"{sign}{body}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    if exp < 0:
+        return f"{sign}0.{'0' * (-exp - 1)}{digs}"
+    if len(digs) <= exp + 1:
+        return f"{sign}{digs}{'0' * (exp + 1 - len(digs))}"
+    return f"{sign}{digs[: exp + 1]}.{digs[exp + 1 :]}"
+
+
+def _escape_help(doc: str) -> str:
+    return doc.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _escape_value(v: str) -> str:
+    return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def render(fams: Iterable[Metric]) -> bytes:
+    """The Prometheus text format (0.0.4) as client_golang writes it: families sorted by
+    name, label pairs sorted, Go's number format (for ``le`` too), counters named as
+    registered."""
+    out: list[str] = []
+    for fam in sorted(fams, key=_header_name):
+        name = _header_name(fam)
+        kind = {"unknown": "untyped", "info": "gauge", "stateset": "gauge"}.get(fam.type, fam.type)
+        out.append(f"# HELP {name} {_escape_help(fam.documentation)}\n# TYPE {name} {kind}\n")
+        for sample in fam.samples:
+            sname = sample.name
+            if fam.name in BARE_COUNTERS and sname.endswith("_total"):
+                sname = sname[: -len("_total")]
+            if sname.endswith("_created"):
+                continue
+            labels = dict(sample.labels)
+            if "le" in labels and labels["le"] != "+Inf":
+                labels["le"] = go_float(float(labels["le"]))
+            text = ",".join(f'{k}="{_escape_value(labels[k])}"' for k in sorted(labels))
+            out.append(f"{sname}{{{text}}} " if text else f"{sname} ")
+            out.append(go_float(float(sample.value)) + "\n")
+    return "".join(out).encode()
+
+
+def _header_name(fam: Metric) -> str:
+    if fam.type == "counter" and fam.name not in BARE_COUNTERS:
+        return fam.name + "_total"
+    return fam.name
 
 
 def _process_start() -> float:

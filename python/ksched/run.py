@@ -730,6 +730,7 @@ def build_server(
         reset_metrics=lambda: component.reset(status),
         zpages_=zp,
         profiling=profiling,
+        request_metrics=component.auth,
     )
 
 

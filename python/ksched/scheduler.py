@@ -78,6 +78,7 @@ _MAX_UNBATCHED = 4096
 
 log = logging.getLogger(__name__)
 klog = logs.get_logger(__name__)
+_V4 = klog.v(4)
 _perf = time.perf_counter
 
 Obj = dict[str, Any]
@@ -368,11 +369,17 @@ class Scheduler:
 
     # ---- event handling latency (scheduler_event_handling_duration_seconds) ---------
 
+    # Upstream's event handlers log each event at V(3) (adds, deletes) or V(4) (updates).
+
     def _timed_node(self, fn: Callable[[Obj], None], label: str) -> Callable[[Obj], None]:
         series = self.metrics.event_handling_duration.child((label,))
+        message = "Add event for node" if label == "NodeAdd" else "Delete event for node"
+        v3 = klog.v(3)
 
         def handler(obj: Obj) -> None:
             start = _perf()
+            if v3.enabled:
+                v3.info(message, node=logs.kobj(obj))
             fn(obj)
             series.observe(_perf() - start)
 
@@ -381,23 +388,27 @@ class Scheduler:
     def _timed_pod(self, fn: Callable[[Obj], None], action: str) -> Callable[[Obj], None]:
         assigned = self.metrics.event_handling_duration.child((f"AssignedPod{action}",))
         pending = self.metrics.event_handling_duration.child((f"UnschedulablePod{action}",))
+        v3 = klog.v(3)
 
         def handler(obj: Obj) -> None:
             start = _perf()
+            scheduled = bool((obj.get("spec") or {}).get("nodeName"))
+            if v3.enabled:
+                kind = "scheduled" if scheduled else "unscheduled"
+                v3.info(f"{action} event for {kind} pod", pod=logs.kobj(obj))
             fn(obj)
-            series = assigned if (obj.get("spec") or {}).get("nodeName") else pending
-            series.observe(_perf() - start)
+            (assigned if scheduled else pending).observe(_perf() - start)
 
         return handler
 
     def _timed_pod_update(self, old: Obj, new: Obj) -> None:
         start = _perf()
+        scheduled = bool((old.get("spec") or {}).get("nodeName"))
+        if _V4.enabled:
+            kind = "scheduled" if scheduled else "unscheduled"
+            _V4.info(f"Update event for {kind} pod", pod=logs.kobj(new))
         self._pod_updated(old, new)
-        label = (
-            "AssignedPodUpdate"
-            if (old.get("spec") or {}).get("nodeName")
-            else "UnschedulablePodUpdate"
-        )
+        label = "AssignedPodUpdate" if scheduled else "UnschedulablePodUpdate"
         self.metrics.event_handling_duration.observe((label,), _perf() - start)
 
     def _goroutines(self) -> dict[str, int]:
@@ -533,6 +544,8 @@ class Scheduler:
 
     def _node_updated(self, old_obj: Obj, new_obj: Obj) -> None:
         start = _perf()
+        if _V4.enabled:
+            _V4.info("Update event for node", node=logs.kobj(new_obj))
         new = self._parse_node(new_obj)
         if new is None:
             return

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from aiohttp import web
@@ -68,6 +69,14 @@ class ServingOptions:
     #: ``--permit-address-sharing`` (SO_REUSEADDR), ``--permit-port-sharing`` (SO_REUSEPORT).
     reuse_address: bool = False
     reuse_port: bool = False
+
+
+class RequestMetrics(Protocol):
+    """Where the handler chain records authentication and authorization results."""
+
+    def authenticated(self, result: str, username: str, seconds: float) -> None: ...
+
+    def authorized(self, result: str, seconds: float) -> None: ...
 
 
 @dataclass(slots=True)
@@ -135,6 +144,7 @@ class EndpointServer:
         reset_metrics: Callable[[], None] | None = None,
         zpages_: ZPages | None = None,
         profiling: Profiling | None = None,
+        request_metrics: RequestMetrics | None = None,
     ) -> None:
         self.options = options
         self.auth = auth
@@ -146,6 +156,7 @@ class EndpointServer:
         self.reset_metrics = reset_metrics
         self.zpages = zpages_ if zpages_ is not None else ZPages()
         self.profiling = profiling
+        self.request_metrics = request_metrics
         self.profiler = pprof.Profiler(contention=bool(profiling and profiling.contention))
         self._runner: web.AppRunner | None = None
         #: The bound port (useful with an ephemeral one).
@@ -156,15 +167,30 @@ class EndpointServer:
 
     @web.middleware
     async def _authn_authz(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        rm = self.request_metrics
+        began = time.monotonic()
         try:
             user: UserInfo = await self.auth.authenticate(
                 authorization=request.headers.get("Authorization"),
                 peer_cert=_peer_cert(request),
                 headers=request.headers,
             )
+        except AuthError as exc:
+            if rm is not None:
+                rm.authenticated("error", "", time.monotonic() - began)
+            return _status(exc.status, _REASONS.get(exc.status, "Unknown"), exc.message)
+        authorized = time.monotonic()
+        if rm is not None:
+            rm.authenticated("success", user.name, authorized - began)
+        try:
             await self.auth.authorize(user, verb=request.method.lower(), path=request.path)
         except AuthError as exc:
+            if rm is not None:
+                result = "denied" if exc.status == 403 else "error"
+                rm.authorized(result, time.monotonic() - authorized)
             return _status(exc.status, _REASONS.get(exc.status, "Unknown"), exc.message)
+        if rm is not None:
+            rm.authorized("allowed", time.monotonic() - authorized)
         try:
             response = await handler(request)
         except web.HTTPException as exc:
@@ -283,11 +309,12 @@ class EndpointServer:
             return self._text(await asyncio.to_thread(pprof.heap))
         if name == "threadcreate":
             return self._text(pprof.threads())
-        if name == "cmdline":
-            return self._text(pprof.cmdline())
         if name in ("block", "mutex") and contention:
             return self._text(pprof.folded_text(self.profiler.blocked()))
         return self._text("Unknown profile\n", 404)
+
+    async def _pprof_redirect(self, request: web.Request) -> web.StreamResponse:
+        raise web.HTTPFound("/debug/pprof/")
 
     async def _debug_flags_v(self, request: web.Request) -> web.StreamResponse:
         if request.method != "PUT":
@@ -329,6 +356,7 @@ class EndpointServer:
             route("/metrics/slis", self._slis)
         prof = self.profiling
         if prof is not None:
+            app.router.add_route("*", "/debug/pprof", self._pprof_redirect)
             app.router.add_route("*", "/debug/pprof/", self._pprof)
             app.router.add_route("*", "/debug/pprof/{name}", self._pprof)
             if prof.set_verbosity is not None:

@@ -21,9 +21,11 @@ answers the same questions about itself, as text (not pprof's protobuf):
   thread with its stack (``debug=2``: one block per task, as Go's full dump).
 * ``heap`` and ``allocs`` — live objects by type (count and shallow size) from the
   garbage collector, the largest first.
-* ``threadcreate`` — the threads, ``cmdline`` — the command line, NUL-separated.
+* ``threadcreate`` — the threads.
 
-``symbol`` and ``trace`` have no Python meaning and are not served (404).
+``symbol`` (Go symbol lookup) and ``trace`` (Go's execution tracer) have no Python
+meaning and are not served (404); ``cmdline`` is not served either, as upstream's
+handler chain does not route it.
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ import threading
 import time
 import traceback
 from collections import Counter
-from collections.abc import Iterable
 from types import FrameType
 from typing import Any
 
@@ -68,7 +69,6 @@ PROFILES: dict[str, str] = {
     "allocation sampling by default).",
     "block": "Stacks of threads blocked on a lock or condition, sampled at 10 Hz since "
     "the first request (needs contention profiling).",
-    "cmdline": "The command line of the current program.",
     "goroutine": "Stack traces of every asyncio task and every thread.",
     "heap": "Live objects by type, count and shallow size.",
     "mutex": "Same samples as block (Python locks have no separate holder profile).",
@@ -223,10 +223,6 @@ def threads() -> str:
     for t in ts:
         lines.append(f"{t.ident} {t.name} daemon={t.daemon}\n")
     return "".join(lines)
-
-
-def cmdline(argv: Iterable[str] | None = None) -> str:
-    return "\x00".join(sys.argv if argv is None else argv)
 
 
 def index(contention: bool) -> str:

@@ -16,12 +16,34 @@ import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from ksched import logs
 from ksched._core import CompiledPod, Snapshot
 from ksched.api.node import Node
 from ksched.api.pod import Pod
 from ksched.backend.compile import compile_pod
 
 log = logging.getLogger(__name__)
+_V2 = logs.get_logger(__name__).v(2)
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
+ZONE_LABEL_BETA = "failure-domain.beta.kubernetes.io/zone"
+REGION_LABEL_BETA = "failure-domain.beta.kubernetes.io/region"
+
+
+def zone_key(labels: dict[str, str]) -> str:
+    """component-helpers ``GetZoneKey``: ``region:\\x00:zone``, or "" without either."""
+    zone = labels.get(ZONE_LABEL) or labels.get(ZONE_LABEL_BETA) or ""
+    region = labels.get(REGION_LABEL) or labels.get(REGION_LABEL_BETA) or ""
+    if not zone and not region:
+        return ""
+    return region + ":\x00:" + zone
+
+
+def _node_tree_log(message: str, node: Node) -> None:
+    """Upstream's node tree logs a node joining or leaving it (V(2))."""
+    if _V2.enabled:
+        _V2.info(message, node=logs.kref("", node.name), zone=zone_key(node.labels))
 
 
 @dataclass(slots=True)
@@ -47,6 +69,12 @@ class Cache:
     # ---- nodes -------------------------------------------------------------------
 
     def upsert_node(self, node: Node) -> None:
+        old = self.nodes.get(node.name)
+        if old is None:
+            _node_tree_log("Added node to NodeTree", node)
+        elif zone_key(old.labels) != zone_key(node.labels):
+            _node_tree_log("Removed node from NodeTree", old)
+            _node_tree_log("Added node to NodeTree", node)
         self.snapshot.upsert_node(
             node.name,
             node.allocatable,
@@ -59,7 +87,9 @@ class Cache:
         self.touch(node.name)
 
     def remove_node(self, name: str) -> None:
-        self.nodes.pop(name, None)
+        old = self.nodes.pop(name, None)
+        if old is not None:
+            _node_tree_log("Removed node from NodeTree", old)
         self.snapshot.remove_node(name)
         self.touch(name)
 
