@@ -2,8 +2,11 @@
 # ksched image: the wheel (Rust extension included) is built with maturin in a Rust +
 # Python builder stage, then installed into python:3.11-slim and run as a non-root user.
 #
-#   docker build -t ksched:0.1.0 .
+#   docker build -t ksched:0.1.0 .            (or: make image)
 #   docker run --rm ksched:0.1.0 --version
+#
+# It has two commands: `ksched` (the ENTRYPOINT) and `kube-scheduler`, kube-scheduler's
+# drop-in with all of its flags, which deploy/kubeadm/kube-scheduler.yaml runs.
 
 # ---- build: Rust toolchain + CPython 3.11 + maturin -----------------------------------
 FROM rust:1-slim-bookworm AS build
@@ -31,7 +34,8 @@ RUN pip install /tmp/*.whl && rm -f /tmp/*.whl \
     && groupadd --system --gid 10001 ksched \
     && useradd --system --uid 10001 --gid ksched --home-dir /nonexistent --shell /usr/sbin/nologin ksched
 USER 10001:10001
-# HTTPS endpoints: /healthz /livez /readyz /metrics /configz
+# HTTPS endpoints: /healthz /livez /readyz /metrics /metrics/resources /metrics/slis
+# /configz /flagz /statusz /debug/pprof/
 EXPOSE 10259
 ENTRYPOINT ["ksched"]
 CMD ["run", "--config", "/etc/ksched/config.yaml"]

@@ -219,7 +219,7 @@ def scheduled_count(p: KschedProcess, cp: ControlPlane) -> float:
 
 
 def candidate_identity(p: KschedProcess) -> str:
-    p.wait_for_log("attempting to acquire leader lease", 30)
+    p.wait_for_log("Attempting to acquire leader lease...", 30)
     line = next(ln for ln in p.text().splitlines() if '"Leader election candidate"' in ln)
     return line.split('identity="', 1)[1].split('"', 1)[0]
 
@@ -331,7 +331,7 @@ def test_graceful_shutdown_releases_the_lease_and_the_standby_takes_over_within_
     a = replicas(config)
     a_id = identity_of(a)
     b = replicas(config)
-    b.wait_for_log("attempting to acquire leader lease", 30)
+    b.wait_for_log("Attempting to acquire leader lease...", 30)
     a.signal(signal.SIGTERM)
     assert a.wait(30) == 0, a.text()
     assert "released lease" in a.text()
@@ -416,7 +416,7 @@ def test_delay_cache_until_active_keeps_a_standby_cold_and_unready(
     identity_of(a)
     a.wait_for_log("Caches are synced", 30)
     b = replicas(config)
-    b.wait_for_log("attempting to acquire leader lease", 30)
+    b.wait_for_log("Attempting to acquire leader lease...", 30)
     b.wait_serving()
     status, text = b.get("/readyz?verbose")
     assert status == 500, text

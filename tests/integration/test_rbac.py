@@ -298,7 +298,7 @@ def test_ksched_runs_as_the_service_account(
         tmp_path / "ksched.log",
     )
     try:
-        proc.wait_for_log("successfully acquired lease", 30)
+        proc.wait_for_log("Successfully acquired lease", 30)
         for i in range(3):
             pod = make_pod(f"p{i}", namespace=namespace)
             pod.pop("status")

@@ -184,7 +184,7 @@ def test_leader_elect_false_runs_without_a_lease(
     cfg = write_config(tmp_path / "cfg.yaml", control_plane.kubeconfig, qps=50, burst=100)
     proc = ksched("--config", str(cfg), "--leader-elect=false", "-v", "2")
     proc.wait_for_log('"Scheduling"')
-    assert "attempting to acquire leader lease" not in proc.text()
+    assert "Attempting to acquire leader lease..." not in proc.text()
     status, leases = control_plane.request(
         "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
     )

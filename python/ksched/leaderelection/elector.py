@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import logging
 import random
 import socket
 import time
@@ -56,9 +55,7 @@ __all__ = [
     "lease_event_recorder",
 ]
 
-log = logging.getLogger(__name__)
-#: klog's V(4) as a :mod:`logging` level (:func:`ksched.logs.level_for`).
-V4 = logs.level_for(4)
+log = logs.get_logger(__name__)
 
 #: client-go ``leaderelection.JitterFactor``.
 JITTER_FACTOR = 1.2
@@ -186,8 +183,8 @@ class LeaderElector:
             try:
                 await self.lock.update(record)
             except (APIError, OSError, TimeoutError) as exc:
-                log.error("Failed to update lock optimistically: %s, falling back to slow path",
-                          exc)  # fmt: skip
+                log.v(2).info("Failed to update lease optimistically, falling back to slow path",
+                              lock=self.lock.describe(), err=exc)  # fmt: skip
             else:
                 self._set_observed(record)
                 return True
@@ -198,12 +195,12 @@ class LeaderElector:
             try:
                 await self.lock.create(record)
             except (APIError, OSError, TimeoutError) as exc:
-                log.error("error initially creating leader election record: %s", exc)
+                log.error("Error initially creating lease lock", err=exc, lock=self.lock.describe())
                 return False
             self._set_observed(record)
             return True
         except (APIError, OSError, TimeoutError) as exc:
-            log.error("error retrieving resource lock %s: %s", self.lock.describe(), exc)
+            log.error("Error retrieving lease lock", err=exc, lock=self.lock.describe())
             return False
         # 3. Someone else's, and not expired by our own clock?
         self._observe(old, raw)
@@ -212,7 +209,8 @@ class LeaderElector:
             and self._lease_valid(self.clock.monotonic())
             and not self.is_leader()
         ):
-            log.log(V4, "lease is held by %s and has not yet expired", old.holder_identity)
+            log.v(4).info("Lease is held by and has not yet expired", lock=self.lock.describe(),
+                          holder=old.holder_identity)  # fmt: skip
             return False
         # 4. Take or keep it.
         if self.is_leader():
@@ -223,7 +221,7 @@ class LeaderElector:
         try:
             await self.lock.update(record)
         except (APIError, OSError, TimeoutError) as exc:
-            log.error("Failed to update lock: %s", exc)
+            log.error("Failed to update lease", err=exc, lock=self.lock.describe())
             return False
         self._set_observed(record)
         return True
@@ -233,21 +231,19 @@ class LeaderElector:
         try:
             old, raw = await self.lock.get()
         except NotFound:
-            log.info("lease %s not found (the leader election controller creates it)",
-                     self.lock.describe())  # fmt: skip
+            log.info("Lease lock not found", lock=self.lock.describe(), err="not found")
             return False
         except (APIError, OSError, TimeoutError) as exc:
-            log.error("error retrieving lease %s: %s", self.lock.describe(), exc)
+            log.error("Error retrieving lease lock", err=exc, lock=self.lock.describe())
             return False
         self._observe(old, raw)
         if self.observed_time + old.lease_duration_seconds < self.clock.monotonic():
-            log.log(V4, "lease %s has expired", self.lock.describe())
+            log.info("Lease has expired", lock=self.lock.describe())
             return False
         if not self.is_leader():
             return False
         if old.preferred_holder:
-            log.info("lease %s is marked 'end of term' (preferred holder %s): yielding",
-                     self.lock.describe(), old.preferred_holder)  # fmt: skip
+            log.v(4).info("Lease is marked as 'end of term'", lock=self.lock.describe())
             return False
         record.acquire_time = old.acquire_time
         record.leader_transitions = old.leader_transitions
@@ -255,7 +251,7 @@ class LeaderElector:
         try:
             await self.lock.update(record)
         except (APIError, OSError, TimeoutError) as exc:
-            log.error("failed to update lease %s: %s", self.lock.describe(), exc)
+            log.error("Failed to update lock", err=exc, lock=self.lock.describe())
             return False
         self._set_observed(record)
         return True
@@ -264,7 +260,9 @@ class LeaderElector:
         try:
             return await asyncio.wait_for(self.try_acquire_or_renew(), max(timeout, 0.001))
         except TimeoutError:
-            log.error("lease %s: attempt timed out after %.1fs", self.lock.describe(), timeout)
+            log.error(
+                "Lease attempt timed out", lock=self.lock.describe(), timeout=f"{timeout:.1f}s"
+            )
             return False
 
     # ---- loops -------------------------------------------------------------------------
@@ -275,12 +273,12 @@ class LeaderElector:
     async def acquire(self, stop: asyncio.Event) -> bool:
         """Try until the Lease is ours (True) or ``stop`` is set (False)."""
         desc = self.lock.describe()
-        log.info("attempting to acquire leader lease %s...", desc)
+        log.info("Attempting to acquire leader lease...", lock=desc)
         while not stop.is_set():
             ok = await self._attempt(self.renew_deadline)
             self._maybe_report_transition()
             if ok:
-                log.info("successfully acquired lease %s", desc)
+                log.info("Successfully acquired lease", lock=desc)
                 self.leading = True
                 await self._event("became leader")
                 return True
@@ -309,7 +307,9 @@ class LeaderElector:
             if stop.is_set():
                 break
             if not ok:
-                log.info("failed to renew lease %s: timed out waiting for the condition", desc)
+                log.info(
+                    "Failed to renew lease", lock=desc, err="timed out waiting for the condition"
+                )
                 self.leading = False
                 await self._event("stopped leading")
                 return False
@@ -325,7 +325,7 @@ class LeaderElector:
         try:
             return await asyncio.wait_for(self._try_release(), self.renew_deadline)
         except TimeoutError:
-            log.error("failed to release lease %s: timed out", self.lock.describe())
+            log.error("Failed to release lease", err="timed out", lock=self.lock.describe())
             return False
 
     async def _try_release(self) -> bool:
@@ -333,7 +333,7 @@ class LeaderElector:
             try:
                 old, _ = await self.lock.get()
             except (APIError, OSError) as exc:
-                log.error("failed to release lease %s: %s", self.lock.describe(), exc)
+                log.error("Failed to release lease", err=exc, lock=self.lock.describe())
                 return False
             if old.holder_identity != self.identity:
                 return True
@@ -349,10 +349,10 @@ class LeaderElector:
             except Conflict:
                 continue
             except (APIError, OSError) as exc:
-                log.error("failed to release lease %s: %s", self.lock.describe(), exc)
+                log.error("Failed to release lease", err=exc, lock=self.lock.describe())
                 return False
             self._set_observed(record)
-            log.info("released lease %s", self.lock.describe())
+            log.v(2).info("Released lease", lock=self.lock.describe())
             return True
 
     def check(self, max_tolerable_expired_lease: float) -> str | None:
@@ -371,7 +371,7 @@ class LeaderElector:
             try:
                 await self.record_event(f"{self.identity} {what}")
             except (APIError, OSError, TimeoutError) as exc:
-                log.log(V4, "lease event not recorded: %s", exc)
+                log.v(4).info("Lease event not recorded", err=exc)
 
 
 class LeaderMetrics(Collector):
