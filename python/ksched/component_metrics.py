@@ -482,7 +482,10 @@ class ComponentMetrics:
                     "metrics.allowListMapping: Invalid value: must have keys with format "
                     "`metricName,labelName`"
                 )
-        allow = {k: [v.strip() for v in val.split(",") if v.strip()] for k, val in mapping.items()}
+        allow = {
+            k: [v.strip() for v in val.strip().strip("'\"").split(",") if v.strip()]
+            for k, val in mapping.items()
+        }
         return cls(opts.gate, git_version=git_version, disabled=disabled, allow_labels=allow)
 
     def watch(self, status: Any, elector: LeaderElector | None) -> None:
@@ -750,7 +753,7 @@ def render(fams: Iterable[Metric]) -> bytes:
         name = _header_name(fam)
         kind = {"unknown": "untyped", "info": "gauge", "stateset": "gauge"}.get(fam.type, fam.type)
         out.append(f"# HELP {name} {_escape_help(fam.documentation)}\n# TYPE {name} {kind}\n")
-        for sample in fam.samples:
+        for sample in _go_order(fam):
             sname = sample.name
             if fam.name in BARE_COUNTERS and sname.endswith("_total"):
                 sname = sname[: -len("_total")]
@@ -763,6 +766,25 @@ def render(fams: Iterable[Metric]) -> bytes:
             out.append(f"{sname}{{{text}}} " if text else f"{sname} ")
             out.append(go_float(float(sample.value)) + "\n")
     return "".join(out).encode()
+
+
+def _go_order(fam: Metric) -> list[Any]:
+    """A histogram series as client_golang writes it: buckets, ``_sum``, ``_count``
+    (prometheus_client keeps ``_count`` before ``_sum``)."""
+    if fam.type not in ("histogram", "summary"):
+        return list(fam.samples)
+    out: list[Any] = []
+    held: dict[tuple[tuple[str, str], ...], Any] = {}
+    for sample in fam.samples:
+        key = tuple(sorted(sample.labels.items()))
+        if sample.name.endswith("_count"):
+            held[key] = sample
+            continue
+        out.append(sample)
+        if sample.name.endswith("_sum") and key in held:
+            out.append(held.pop(key))
+    out.extend(held.values())
+    return out
 
 
 def _header_name(fam: Metric) -> str:

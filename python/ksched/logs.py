@@ -323,8 +323,8 @@ def _text_pairs(record: logging.LogRecord) -> str | None:
         return None
     values, call, err = kv
     head: tuple[tuple[str, Any], ...] = ()
-    if err is not None:
-        head = (("err", None if err is _NO_ERR else err),)
+    if err is not None and err is not _NO_ERR:
+        head = (("err", err),)
     out: list[tuple[str, str] | None] = []
     where: dict[str, int] = {}
     for key, value in (*values, *head, *call):

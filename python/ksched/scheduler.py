@@ -408,8 +408,17 @@ class Scheduler:
             kind = "scheduled" if scheduled else "unscheduled"
             _V4.info(f"Update event for {kind} pod", pod=logs.kobj(new))
         self._pod_updated(old, new)
-        label = "AssignedPodUpdate" if scheduled else "UnschedulablePodUpdate"
-        self.metrics.event_handling_duration.observe((label,), _perf() - start)
+        latency = self.metrics.event_handling_duration
+        took = _perf() - start
+        if scheduled:
+            latency.observe(("AssignedPodUpdate",), took)
+        elif (new.get("spec") or {}).get("nodeName"):
+            # Upstream's filtered handlers see a pod that got bound leave the
+            # unscheduled pods and join the assigned ones.
+            latency.observe(("UnschedulablePodDelete",), took)
+            latency.observe(("AssignedPodAdd",), took)
+        else:
+            latency.observe(("UnschedulablePodUpdate",), took)
 
     def _goroutines(self) -> dict[str, int]:
         """``scheduler_goroutines``: the bindings in flight; a cycle's parallel node work

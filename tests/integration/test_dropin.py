@@ -269,7 +269,7 @@ def test_a_gate_ksched_does_not_act_on_is_accepted_and_logged(control_plane: Con
         "--write-config-to=/dev/null",
     )
     assert res.returncode == 0, res.stderr
-    assert "featureGate=KubeletInUserNamespace value=true" in res.stderr
+    assert 'featureGate="KubeletInUserNamespace" value=true' in res.stderr
     assert "not acted on by ksched" in res.stderr
 
 

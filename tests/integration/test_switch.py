@@ -150,7 +150,10 @@ def test_ksched_takes_over_kube_schedulers_lease_and_gives_it_back(
         # 2. ksched waits as a standby on the same Lease.
         ks = start(ksched_argv, "ksched")
         wait_for(
-            lambda: "\"Attempting to acquire leader lease...\" lock=\"kube-system/kube-scheduler\"" in ks.text(),
+            lambda: (
+                '"Attempting to acquire leader lease..." lock="kube-system/kube-scheduler"'
+                in ks.text()
+            ),
             60,
             "ksched standby",
             ks,
@@ -162,7 +165,7 @@ def test_ksched_takes_over_kube_schedulers_lease_and_gives_it_back(
         # 3. kube-scheduler stops (releases the Lease): ksched takes over.
         assert up1.stop() in (0, 1)
         wait_for(
-            lambda: "\"Successfully acquired lease\" lock=\"kube-system/kube-scheduler\"" in ks.text(),
+            lambda: '"Successfully acquired lease" lock="kube-system/kube-scheduler"' in ks.text(),
             30,
             "ksched takes the Lease",
             ks,

@@ -26,12 +26,12 @@ that configuration defaulting and validation read.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from ksched import logs
 from ksched.config.defaults import FeatureGates
 from ksched.config.feature_gates_v1_36 import DEPENDENCIES, SPECS
 
@@ -46,7 +46,7 @@ __all__ = [
     "parse_version",
 ]
 
-log = logging.getLogger(__name__)
+log = logs.get_logger(__name__)
 
 Version = tuple[int, int]
 
@@ -267,18 +267,17 @@ class FeatureGate:
                 continue
             enabled[k] = v
             if k in values and spec.stage == "DEPRECATED":
-                log.warning(
+                log.info(
                     "Warning: setting deprecated feature gate. It will be removed in a future "
-                    "release. featureGate=%s value=%s",
-                    k,
-                    _gobool(v),
+                    "release.",
+                    featureGate=k,
+                    value=v,
                 )
             elif k in values and spec.stage == "GA":
-                log.warning(
-                    "Warning: setting GA feature gate. It will be removed in a future release. "
-                    "featureGate=%s value=%s",
-                    k,
-                    _gobool(v),
+                log.info(
+                    "Warning: setting GA feature gate. It will be removed in a future release.",
+                    featureGate=k,
+                    value=v,
                 )
         if not errs:
             for feature, deps in sorted(DEPENDENCIES.items()):
@@ -336,9 +335,9 @@ class FeatureGate:
         self._logged_unused = True
         for name in self.not_acted_on():
             log.warning(
-                "Feature gate accepted but not acted on by ksched featureGate=%s value=%s",
-                name,
-                _gobool(self._raw[name]),
+                "Feature gate accepted but not acted on by ksched",
+                featureGate=name,
+                value=self._raw[name],
             )
 
     def known_features(self) -> list[str]:

@@ -256,12 +256,19 @@ class StringSliceValue(Value[list[str]]):
 
 
 class StringToStringValue(Value[dict[str, str]]):
+    """pflag's ``stringToString``: one ``key=value`` as it is (quotes trimmed), or a
+    CSV record of pairs when there are several ``=``."""
+
     type_name = "stringToString"
     accumulate = True
 
     def parse(self, text: str) -> dict[str, str]:
+        n = text.count("=")
+        if n == 0:
+            raise ValueError(f"{text} must be formatted as key=value")
+        pairs = [text.strip('"')] if n == 1 else _read_csv(text)
         out: dict[str, str] = {}
-        for pair in _read_csv(text):
+        for pair in pairs:
             k, sep, v = pair.partition("=")
             if not sep:
                 raise ValueError(f"{pair} must be formatted as key=value")
@@ -272,7 +279,7 @@ class StringToStringValue(Value[dict[str, str]]):
         return {**current, **new}
 
     def render(self, value: dict[str, str]) -> str:
-        return "[" + _write_csv([f"{k}={v}" for k, v in value.items()]) + "]"
+        return "[" + _write_csv([f"{k}={value[k]}" for k in sorted(value)]) + "]"
 
 
 class IPValue(Value[str]):
@@ -660,8 +667,8 @@ class FlagSets:
         name = name.replace("_", "-")  # cliflag.WordSepNormalizeFunc
         flag = self._by_name.get(name)
         if flag is None:
-            if name in ("help", "h"):
-                raise _HelpRequested
+            if name == "help":
+                raise _HelpRequested  # a command without its own help flag
             raise FlagError(f"unknown flag: --{name}")
         if sep:
             self._set(flag, value, flag.display_name())

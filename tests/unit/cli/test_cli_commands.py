@@ -168,3 +168,25 @@ def test_simulate_preemption_without_sizes_uses_the_workloads_own(
     out = capsys.readouterr().out
     assert "preemption: 20 nodes, 80 existing pods, 20 new pods" in out
     assert "scheduled           20/20" in out
+
+
+def test_kube_scheduler_is_a_console_command_with_upstreams_flags(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import tomllib
+
+    scripts = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml").read_text())[
+        "project"
+    ]["scripts"]
+    assert scripts["kube-scheduler"] == "ksched.cli:kube_scheduler_main"
+    assert cli.kube_scheduler(["--help"]) == 0
+    assert capsys.readouterr().out.startswith("The Kubernetes scheduler is a control plane")
+    assert cli.kube_scheduler(["--leader-elect", "false"]) == 1
+    assert capsys.readouterr().err.endswith(
+        'Error: "kube-scheduler" does not take any arguments, got ["false"]\n'
+    )
+    assert cli.kube_scheduler(["--nope"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Usage:\n  kube-scheduler [flags]\n") and err.endswith(
+        "\nError: unknown flag: --nope\n"
+    )
