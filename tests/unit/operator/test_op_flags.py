@@ -30,41 +30,41 @@ HEAD = b"apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfigur
             "leader-elect-lease-duration",
             90_000_000_000,
             id="go-duration",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ["--tls-cipher-suites=A,B", "--tls-cipher-suites=C"],
             "tls-cipher-suites",
             ["A", "B", "C"],
             id="slices-accumulate",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ["--authorization-always-allow-paths=/x"],
             "authorization-always-allow-paths",
             ["/x"],
             id="first-set-replaces-the-default",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ["--feature-gates=A=true", "--feature-gates=kube:B=false"],
             "feature-gates",
             {"": ["A=true"], "kube": ["B=false"]},
             id="feature-gates-repeat",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ["--vmodule=schedule_one=4,queue=5"],
             "vmodule",
             [("schedule_one", 4), ("queue", 5)],
             id="vmodule",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ["--allow-metric-labels=m,l='a,b'"],
             "allow-metric-labels",
             {"m,l": "'a,b'"},
             id="string-to-string",
-        ),  # fmt: skip
+        ),
         pytest.param(["--kube-api-qps=20.5"], "kube-api-qps", 20.5, id="float32"),
         pytest.param(
             ["--log-json-info-buffer-size=2Ki"], "log-json-info-buffer-size", 2048, id="quantity"
-        ),  # fmt: skip
+        ),
         pytest.param(["--bind-address=::1"], "bind-address", "::1", id="ip"),
         pytest.param(["--version"], "version", "true", id="version-bare"),
         pytest.param(["--version=raw"], "version", "raw", id="version-raw"),
@@ -89,37 +89,37 @@ def test_values(argv: list[str], name: str, value: object) -> None:
             'invalid argument "abc" for "--secure-port" flag: '
             'strconv.ParseInt: parsing "abc": invalid syntax',
             id="int",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ["--kube-api-burst=3000000000"],
             'invalid argument "3000000000" for '
             '"--kube-api-burst" flag: strconv.ParseInt: parsing "3000000000": value out '
             "of range",
             id="int32-range",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ["--leader-elect=maybe"],
             'invalid argument "maybe" for "--leader-elect" '
             'flag: strconv.ParseBool: parsing "maybe": invalid syntax',
             id="bool",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ["--v=-1"],
             'invalid argument "-1" for "-v, --v" flag: strconv.ParseUint: '
             'parsing "-1": invalid syntax',
             id="level",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ["--bind-address=nope"],
             'invalid argument "nope" for "--bind-address" flag: failed to parse IP: "nope"',
             id="ip",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ["--leader-elect-retry-period=2"],
             'invalid argument "2" for '
             '"--leader-elect-retry-period" flag: time: missing unit in duration "2"',
             id="duration",
-        ),  # fmt: skip
+        ),
         pytest.param(["---x"], "bad flag syntax: ---x", id="bad-syntax"),
     ],
 )
@@ -143,9 +143,17 @@ def test_help_and_positional_arguments() -> None:
 def test_there_are_62_flags_in_upstreams_nine_sections() -> None:
     fss = new_flag_sets()
     assert [s.name for s in fss.sets] == [
-        "misc", "secure serving", "authentication", "authorization", "deprecated",
-        "leader election", "feature gate", "metrics", "logs", "global",
-    ]  # fmt: skip
+        "misc",
+        "secure serving",
+        "authentication",
+        "authorization",
+        "deprecated",
+        "leader election",
+        "feature gate",
+        "metrics",
+        "logs",
+        "global",
+    ]
     assert len(list(fss)) == 62
 
 
@@ -205,7 +213,7 @@ def test_print_flags_quotes_every_value_as_upstream() -> None:
                 "content_type": "application/json",
             },
             id="deprecated-flags-without-config",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ["--kubeconfig=/k", "--kube-api-qps=7", "--profiling=false"],
             True,
@@ -227,13 +235,13 @@ def test_print_flags_quotes_every_value_as_upstream() -> None:
                 "lease_duration": "30s",
             },
             id="leader-election-flags-with-config",
-        ),  # fmt: skip
+        ),
         pytest.param(
             [],
             True,
             {"leader_elect": True, "resource_name": "kube-scheduler"},
             id="file-values-kept",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_apply_merges_the_flags_as_upstream(

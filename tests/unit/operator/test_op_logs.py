@@ -44,14 +44,14 @@ def text_of(streams: tuple[io.StringIO, io.StringIO], **kw: object) -> list[str]
                 "feasibleNodes=3"
             ],
             id="structured-info",
-        ),  # fmt: skip
+        ),
         pytest.param(
             lambda log: log.error(
                 "Error scheduling pod; retrying", err=ValueError("boom"), pod=logs.kref("ns", "p")
             ),
             ['E "Error scheduling pod; retrying" err="boom" pod="ns/p"'],
             id="error-puts-err-first",
-        ),  # fmt: skip
+        ),
         pytest.param(
             lambda log: log.error("Error without an error"),
             ['E "Error without an error"'],
@@ -117,7 +117,7 @@ def test_the_header_is_klogs(streams: tuple[io.StringIO, io.StringIO]) -> None:
                 ("node", "n1"),
             ],
             id="context-values-before-v-and-kept-twice",
-        ),  # fmt: skip
+        ),
         pytest.param(
             lambda log: log.error("The manifest file is empty, ignoring."),
             [("msg", "The manifest file is empty, ignoring.")],

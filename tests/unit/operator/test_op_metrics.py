@@ -93,15 +93,15 @@ def test_disabled_metrics_and_label_allow_lists(tmp_path: Path) -> None:
             ["--show-hidden-metrics-for-version=1.34"],
             "must be omitted or have the value '1.35'",
             id="hidden-version",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ["--disabled-metrics=bad name"],
             "must be fully qualified metric names",
             id="disabled-name",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ["--allow-metric-labels=nolabel=a"], "must have keys with format", id="allow-key"
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_metrics_flags_are_validated(argv: list[str], error: str) -> None:
@@ -153,7 +153,7 @@ def _pod(spec: dict) -> dict:
             {"cpu": 0.1, "memory": 1073741824.0},
             {"cpu": 1.0},
             id="one-container",
-        ),  # fmt: skip
+        ),
         pytest.param(
             {
                 "containers": [{"resources": {"requests": {"cpu": "1"}}}],
@@ -165,7 +165,7 @@ def _pod(spec: dict) -> dict:
             {"cpu": 3.0},
             {},
             id="init-and-sidecar",
-        ),  # fmt: skip
+        ),
         pytest.param(
             {
                 "containers": [{"resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "2"}}}],
@@ -174,7 +174,7 @@ def _pod(spec: dict) -> dict:
             {"cpu": 1.25, "memory": 10485760.0},
             {"cpu": 2.25},
             id="overhead",
-        ),  # fmt: skip
+        ),
         pytest.param(
             {
                 "containers": [{"resources": {"requests": {"cpu": "1"}}}],
@@ -183,7 +183,7 @@ def _pod(spec: dict) -> dict:
             {"cpu": 4.0},
             {"memory": 1073741824.0},
             id="pod-level",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_pod_requests_and_limits(spec: dict, requests: dict, limits: dict) -> None:
@@ -201,7 +201,7 @@ def test_resource_metrics_skip_finished_pods_and_label_units() -> None:
                 "containers": [{"resources": {"requests": {"cpu": "1", "hugepages-2Mi": "2Mi"}}}],
             },
             "status": {"phase": "Running"},
-        },  # fmt: skip
+        },
         "d/b": {
             "metadata": {"name": "b", "namespace": "d"},
             "spec": {"nodeName": "n1", "containers": [{"resources": {"requests": {"cpu": "1"}}}]},

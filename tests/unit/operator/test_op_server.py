@@ -36,20 +36,20 @@ from ksched.sim import InMemoryCluster
             200,
             "application/json;g=config.k8s.io;v=v1beta1;as=Flagz",
             id="structured",
-        ),  # fmt: skip
+        ),
         pytest.param(
             "application/yaml;as=Flagz;v=v1alpha1;g=config.k8s.io",
             200,
             "application/yaml;g=config.k8s.io;v=v1alpha1;as=Flagz",
             id="yaml-alpha",
-        ),  # fmt: skip
+        ),
         pytest.param("application/json", 406, "application/json", id="json-without-kind"),
         pytest.param(
             "application/json;as=Statusz;v=v1beta1;g=config.k8s.io",
             406,
             "application/json",
             id="other-kind",
-        ),  # fmt: skip
+        ),
         pytest.param("image/png", 406, "application/json", id="unknown"),
     ],
 )
@@ -85,9 +85,13 @@ def test_statusz_aggregates_the_listed_paths() -> None:
         ["/configz", "/flagz", "/healthz", "/livez", "/metrics", "/metrics/resources", "/readyz"]
     ) == ["/configz", "/flagz", "/healthz", "/livez", "/metrics", "/readyz"]
     doc = zpages.statusz_object(
-        "kube-scheduler", "v1beta1", start=0.0, binary_version="1.36.5",
-        emulation_version="1.36", paths=["/metrics"],
-    )  # fmt: skip
+        "kube-scheduler",
+        "v1beta1",
+        start=0.0,
+        binary_version="1.36.5",
+        emulation_version="1.36",
+        paths=["/metrics"],
+    )
     assert doc["startTime"] == "1970-01-01T00:00:00Z"
     assert doc["goVersion"].startswith("python3.")
     assert doc["paths"] == ["/metrics"]
@@ -155,8 +159,10 @@ async def test_authentication_order_is_upstreams() -> None:
         authorization=None, peer_cert=_leaf(proxy, "front-proxy-client"), headers=headers
     )
     assert (user.name, user.groups, user.extra) == (
-        "alice", ("devs", "system:authenticated"), (("scopes", ("a",)),)
-    )  # fmt: skip
+        "alice",
+        ("devs", "system:authenticated"),
+        (("scopes", ("a",)),),
+    )
     with pytest.raises(AuthError) as exc:  # a proxy certificate with a CN not allowed
         await auth.authenticate(
             authorization=None, peer_cert=_leaf(proxy, "intruder"), headers=headers
@@ -226,17 +232,17 @@ def test_cert_dir_keeps_and_reuses_the_self_signed_pair(tmp_path: Path) -> None:
             ServingTLS(min_version="VersionTLS14"),
             'unknown tls version "VersionTLS14"',
             id="min-version",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ServingTLS(cipher_suites=("TLS_FOO",)),
             "Cipher suite TLS_FOO not supported or doesn't exist",
             id="cipher",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ServingTLS(cert_file="/x.crt"),
             "--tls-cert-file and --tls-private-key-file go together",
             id="half-pair",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_tls_flags_are_checked(tls: ServingTLS, error: str) -> None:
