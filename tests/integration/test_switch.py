@@ -220,3 +220,78 @@ def test_ksched_takes_over_kube_schedulers_lease_and_gives_it_back(
         if status == 200:
             body["spec"]["holderIdentity"] = ""
             cp.request("PUT", LEASE, body)
+
+
+RBAC = MANIFEST.with_name("rbac.yaml")
+_COLLECTIONS = {
+    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+}
+#: What kube-scheduler does through the API (resource attributes) and must be allowed.
+NEEDED = [
+    {"verb": "create", "resource": "pods", "subresource": "binding", "namespace": "default"},
+    {"verb": "patch", "resource": "pods", "subresource": "status", "namespace": "default"},
+    {"verb": "delete", "resource": "pods", "namespace": "default"},
+    {"verb": "watch", "resource": "nodes"},
+    {
+        "verb": "update",
+        "group": "coordination.k8s.io",
+        "resource": "leases",
+        "name": "kube-scheduler",
+        "namespace": "kube-system",
+    },
+    {"verb": "create", "group": "events.k8s.io", "resource": "events", "namespace": "default"},
+    {"verb": "create", "group": "authentication.k8s.io", "resource": "tokenreviews"},
+    {"verb": "create", "group": "authorization.k8s.io", "resource": "subjectaccessreviews"},
+    {
+        "verb": "get",
+        "resource": "configmaps",
+        "name": "extension-apiserver-authentication",
+        "namespace": "kube-system",
+    },
+    {"verb": "update", "resource": "persistentvolumeclaims", "namespace": "default"},
+]
+
+
+def allowed(cp: ControlPlane, user: str, groups: list[str], attrs: dict[str, str]) -> bool:
+    status, body = cp.request(
+        "POST",
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {"user": user, "groups": groups, "resourceAttributes": attrs},
+        },
+    )
+    assert status == 201, body
+    return bool(body["status"].get("allowed"))
+
+
+def test_the_kubeadm_rbac_gives_a_service_account_kube_schedulers_rights(
+    control_plane: ControlPlane,
+) -> None:
+    cp = control_plane
+    docs = [d for d in yaml.safe_load_all(RBAC.read_text()) if d]
+    try:
+        for obj in docs:
+            path = _COLLECTIONS[obj["kind"]].format(ns=obj["metadata"].get("namespace", ""))
+            status, body = cp.request("POST", path, obj)
+            assert status in (201, 409), body
+        sa = (
+            "system:serviceaccount:kube-system:kube-scheduler",
+            [
+                "system:serviceaccounts",
+                "system:serviceaccounts:kube-system",
+                "system:authenticated",
+            ],
+        )
+        user = ("system:kube-scheduler", ["system:authenticated"])
+        for attrs in NEEDED:
+            assert allowed(cp, *user, attrs), attrs  # the bootstrap bindings
+            assert allowed(cp, *sa, attrs), attrs  # the same rights through rbac.yaml
+        assert not allowed(cp, *sa, {"verb": "delete", "resource": "nodes"})
+    finally:
+        for obj in docs:
+            path = _COLLECTIONS[obj["kind"]].format(ns=obj["metadata"].get("namespace", ""))
+            cp.request("DELETE", f"{path}/{obj['metadata']['name']}")
