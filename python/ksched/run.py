@@ -1,11 +1,14 @@
-"""``ksched run``: schedule a real cluster until SIGTERM.
+"""``kube-scheduler`` / ``ksched run``: schedule a real cluster until SIGTERM.
 
-The composition root of the real thing: load the ``KubeSchedulerConfiguration``, apply
-the command-line overrides kube-scheduler honours next to ``--config`` (``--kubeconfig``,
-``--leader-elect``), build one :class:`~ksched.framework.profile.Profile` per configured
-profile, connect to the API server (:mod:`ksched.client`), start the informers (list,
-wait for the caches to sync — the handlers run inline, so that is also "handlers
-synced"), then schedule.
+The composition root of the real thing, in the order of upstream's ``runCommand``: the
+feature gates (:mod:`ksched.config.features`; a refusal is ``"command failed"``),
+``--version``, the logs flags (:mod:`ksched.logs`; an invalid one is printed plain), the
+``FLAG:`` lines at ``-v 1``, then the ``KubeSchedulerConfiguration`` with the flags
+merged as upstream's ``ApplyTo`` merges them (:meth:`ksched.options.Options.apply`) and
+validated again, ``"Using component config"`` at ``-v 2`` and ``--write-config-to``; then
+one :class:`~ksched.framework.profile.Profile` per configured profile, the API server
+connection (:mod:`ksched.client`), the informers (list, wait for the caches to sync — the
+handlers run inline, so that is also "handlers synced"), and scheduling.
 
 Leader election (:mod:`ksched.leaderelection`), as kube-scheduler's ``Run``: with
 ``leaderElection.leaderElect: true`` (the v1 default) the replica starts its informers
@@ -24,9 +27,13 @@ informers and exits 0; a second signal exits at once with status 1. Unlike upstr
 which releases the lease as soon as the signal arrives, ksched keeps renewing while its
 bindings drain and releases afterwards, so two replicas never bind at the same time.
 
-Endpoints (:mod:`ksched.server`): HTTPS on ``--bind-address:--secure-port`` (default
-``0.0.0.0:10259``; port 0 disables it) with ``/healthz``, ``/livez``, ``/readyz``,
-``/metrics`` and ``/configz``, authenticated and authorized through the API server.
+Endpoints (:mod:`ksched.server`, :func:`build_server`): HTTPS on
+``--bind-address:--secure-port`` (default ``0.0.0.0:10259``; port 0 disables it) with
+upstream's paths and TLS flags. Delegated authentication and authorization use
+``--authentication-kubeconfig``/``--authorization-kubeconfig``, else the in-cluster
+configuration, else none (tokens are then anonymous and reviews deny), as upstream's
+``getClient``; the client CA and request-header settings come from the flags or the
+``extension-apiserver-authentication`` ConfigMap (:func:`_authentication`).
 
 Scheduler extenders (``extenders:``) are called as kube-scheduler calls them
 (:mod:`ksched.framework.extender`): filter and prioritize in the scheduling cycle, bind
@@ -38,12 +45,12 @@ Profiles come from :func:`ksched.profiles.build_profiles` (shared with ``ksched
 simulate --config``); the config is validated against the installed out-of-tree plugins
 (the ``ksched.plugins`` entry points) too.
 
-Metrics: ``ksched_unclaimed_pods{scheduler_name}`` — pending pods whose schedulerName no
-profile of this scheduler handles — is collected at scrape time from
+Metrics: ``ksched_unclaimed_pods{scheduler_name}`` — pods whose schedulerName no profile
+of this scheduler handles and that nobody has tried — is collected at scrape time from
 :meth:`ksched.scheduler.Scheduler.unclaimed_pods` and registered in the scheduler's
 registry (``Scheduler.metrics.registry``, :mod:`ksched.metrics`) when it has one, else in
-prometheus_client's default registry. Serving ``/metrics`` is the HTTP server's job
-(``ksched.server``).
+prometheus_client's default registry. ``/metrics`` renders that registry with the
+component's families (:mod:`ksched.component_metrics`).
 """
 
 from __future__ import annotations

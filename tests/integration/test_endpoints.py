@@ -168,7 +168,7 @@ def test_a_token_with_rights_reads_metrics_and_configz(served: Any) -> None:
     assert status == 200, text
     for name in UPSTREAM_METRICS:
         assert f"\n{name}" in text or text.startswith(name) or f"# TYPE {name}" in text, name
-    assert 'leader_election_master_status{name="ksched"} 1.0' in text
+    assert 'leader_election_master_status{name="ksched"} 1\n' in text
     status, text = proc.get("/configz", token=reader)
     assert status == 200, text
     cfg = json.loads(text)["componentconfig"]

@@ -334,7 +334,7 @@ def test_graceful_shutdown_releases_the_lease_and_the_standby_takes_over_within_
     b.wait_for_log("Attempting to acquire leader lease...", 30)
     a.signal(signal.SIGTERM)
     assert a.wait(30) == 0, a.text()
-    assert "released lease" in a.text()
+    assert '"Released lease"' in a.text()
     t_exit = time.monotonic()
     wait_until(lambda: holder(cp, namespace, name) not in ("", a_id), 10, "standby takes over")
     waited = time.monotonic() - t_exit

@@ -39,7 +39,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ksched import logs
@@ -125,6 +125,8 @@ class LeaderElector:
         self._reported_leader = ""
         #: Whether this elector currently leads (for leader_election_master_status).
         self.leading = False
+        #: Renewals that took the slow path (read, then update): leader_election_slowpath_total.
+        self.slow_path_renewals = 0
 
     # ---- state -----------------------------------------------------------------------
 
@@ -216,6 +218,7 @@ class LeaderElector:
         if self.is_leader():
             record.acquire_time = old.acquire_time
             record.leader_transitions = old.leader_transitions
+            self.slow_path_renewals += 1
         else:
             record.leader_transitions = old.leader_transitions + 1
         try:
@@ -375,20 +378,32 @@ class LeaderElector:
 
 
 class LeaderMetrics(Collector):
-    """client-go's ``leader_election_master_status{name}``: 1 while leading."""
+    """client-go's ``leader_election_master_status{name}`` (1 while leading) and
+    ``leader_election_slowpath_total{name}`` (exposed once it has a count, as
+    client_golang exposes a vector)."""
 
     def __init__(self, elector: LeaderElector) -> None:
         self._elector = elector
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         family = GaugeMetricFamily(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
-            "backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            "backup, 1 indicates master. 'name' is the string used to identify the lease. "
+            "Please make sure to group by name.",
             labels=["name"],
         )
         family.add_metric([self._elector.name], 1.0 if self._elector.leading else 0.0)
         yield family
+        if self._elector.slow_path_renewals:
+            slow = CounterMetricFamily(
+                "leader_election_slowpath",
+                "Total number of slow path exercised in renewing leader leases. 'name' is the "
+                "string used to identify the lease. Please make sure to group by name.",
+                labels=["name"],
+            )
+            slow.add_metric([self._elector.name], float(self._elector.slow_path_renewals))
+            yield slow
 
 
 def lease_event_recorder(

@@ -302,3 +302,75 @@ def test_one_cpu_profile_at_a_time() -> None:
             p.cpu_profile(0.1)
     finally:
         t.join()
+
+
+def _pair_files(tmp_path: Path, ca: tuple[Any, Any], cn: str, dns: list[str]) -> tuple[str, str]:
+    ca_cert, ca_key = ca
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+    )
+    if dns:
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName([x509.DNSName(d) for d in dns]), critical=False
+        )
+    cert = builder.sign(ca_key, hashes.SHA256())
+    crt, keyf = tmp_path / f"{cn}.crt", tmp_path / f"{cn}.key"
+    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    keyf.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return str(crt), str(keyf)
+
+
+def _served_cn(server: ssl.SSLContext, server_name: str) -> str:
+    """The CN of the certificate ``server`` presents to a client asking for
+    ``server_name`` (a handshake over memory BIOs)."""
+    client = ssl.create_default_context()
+    client.check_hostname = False
+    client.verify_mode = ssl.CERT_NONE
+    c_in, c_out, s_in, s_out = (ssl.MemoryBIO() for _ in range(4))
+    c = client.wrap_bio(c_in, c_out, server_hostname=server_name)
+    s = server.wrap_bio(s_in, s_out, server_side=True)
+    for _ in range(20):
+        for side in (c, s):
+            try:
+                side.do_handshake()
+            except ssl.SSLWantReadError:
+                pass
+        s_in.write(c_out.read())
+        c_in.write(s_out.read())
+        if c.version() and s.version():
+            break
+    der = c.getpeercert(binary_form=True)
+    assert der is not None
+    cert = x509.load_der_x509_certificate(der)
+    return str(cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value)
+
+
+def test_sni_pairs_are_chosen_by_server_name(tmp_path: Path) -> None:
+    ca = _ca("ca")
+    default = _pair_files(tmp_path, ca, "default", ["default.example"])
+    explicit = _pair_files(tmp_path, ca, "explicit", ["ignored.example"])
+    wild = _pair_files(tmp_path, ca, "wild", ["*.foo.example"])
+    ctx = server_ssl_context(
+        ServingTLS(
+            cert_file=default[0],
+            key_file=default[1],
+            sni=[(*explicit, ("api.foo.example",)), (*wild, ())],
+        )
+    )
+    assert _served_cn(ctx, "api.foo.example") == "explicit"  # explicit names first
+    assert _served_cn(ctx, "db.foo.example") == "wild"  # names from the certificate
+    assert _served_cn(ctx, "other.example") == "default"
