@@ -4,6 +4,7 @@ shortcuts and cache TTLs, TLS flags, pprof."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import ssl
@@ -345,10 +346,8 @@ def _served_cn(server: ssl.SSLContext, server_name: str) -> str:
     s = server.wrap_bio(s_in, s_out, server_side=True)
     for _ in range(20):
         for side in (c, s):
-            try:
+            with contextlib.suppress(ssl.SSLWantReadError):
                 side.do_handshake()
-            except ssl.SSLWantReadError:
-                pass
         s_in.write(c_out.read())
         c_in.write(s_out.read())
         if c.version() and s.version():
