@@ -4,12 +4,20 @@ and what configuration defaulting and validation read."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import re
+from pathlib import Path
 
 import pytest
 
+from ksched.config import DEFAULT_FEATURE_GATES, FeatureGates
+from ksched.config.defaults import GATE_FIELDS
 from ksched.config.feature_gates_v1_36 import SPECS
 from ksched.config.features import ACTED_ON, FeatureGate, FeatureGateError, spec_at
+from ksched.framework.profile import default_profile
+from ksched.scheduler import Scheduler
+from ksched.sim import InMemoryCluster
 
 
 def gate(*values: str, emulated: tuple[str, ...] = (), min_compat: tuple[str, ...] = ()):
@@ -149,3 +157,71 @@ def test_ga_and_deprecated_gates_set_explicitly_are_warned_about(
     with caplog.at_level(logging.INFO):
         gate("SchedulerQueueingHints=true")
     assert any("setting GA feature gate" in r.getMessage() for r in caplog.records)
+
+
+# ---- one table: what ksched acts on, and where it reads it -------------------------------
+
+
+def test_the_scheduler_record_comes_from_acted_on_gates_with_upstreams_defaults() -> None:
+    assert set(GATE_FIELDS) <= set(ACTED_ON)
+    assert {f.name for f in dataclasses.fields(FeatureGates)} == set(GATE_FIELDS.values())
+    # The record's hand-written defaults are the registry's v1.36 defaults.
+    assert FeatureGate().config_gates() == DEFAULT_FEATURE_GATES
+
+
+@pytest.mark.parametrize(
+    ("flags", "field", "want"),
+    [
+        pytest.param(
+            "GenericWorkload=true,GangScheduling=true", "gang_scheduling", True, id="gang"
+        ),
+        pytest.param(
+            "GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
+            "topology_aware_workload_scheduling",
+            True,
+            id="topology-aware",
+        ),
+        pytest.param(
+            "GenericWorkload=true,GangScheduling=true,WorkloadAwarePreemption=true",
+            "workload_aware_preemption",
+            True,
+            id="workload-aware-preemption",
+        ),
+        pytest.param("OpportunisticBatching=false", "opportunistic_batching", False, id="batching"),
+        pytest.param(
+            "SchedulerPopFromBackoffQ=false", "scheduler_pop_from_backoff_q", False, id="backoffq"
+        ),
+        pytest.param(
+            "StorageCapacityScoring=true", "storage_capacity_scoring", True, id="capacity"
+        ),
+    ],
+)
+def test_each_gate_of_the_record_follows_the_flag(flags: str, field: str, want: bool) -> None:
+    assert getattr(gate(flags).config_gates(), field) is want
+    assert getattr(DEFAULT_FEATURE_GATES, field) is not want
+
+
+@pytest.mark.parametrize(
+    ("flags", "batch_size", "pop_from_backoff"),
+    [
+        pytest.param("", 32, True, id="defaults"),
+        pytest.param("OpportunisticBatching=false", 1, True, id="no-batching"),
+        pytest.param("SchedulerPopFromBackoffQ=false", 32, False, id="no-pop-from-backoffq"),
+    ],
+)
+def test_the_scheduler_switches_batching_and_backoffq_popping_by_the_gates(
+    flags: str, batch_size: int, pop_from_backoff: bool
+) -> None:
+    gates = gate(*([flags] if flags else [])).config_gates()
+    sched = Scheduler(
+        InMemoryCluster(), {"default-scheduler": default_profile()}, feature_gates=gates
+    )
+    assert (sched.batch_size, sched.queue.pop_from_backoff) == (batch_size, pop_from_backoff)
+
+
+def test_the_readme_lists_exactly_the_gates_ksched_acts_on() -> None:
+    text = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    start = text.index("The gates ksched acts on")
+    paragraph = text[start : text.index("\n\n", start)]
+    listed = set(re.findall(r"`([A-Z][A-Za-z0-9]+)`", paragraph))
+    assert listed == set(ACTED_ON)
