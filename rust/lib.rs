@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod cycle;
+pub mod explain;
 pub mod normalize;
 pub mod plugins;
 pub mod pod;
@@ -20,6 +21,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<snapshot::Snapshot>()?;
     m.add_class::<snapshot::py::ScheduleResult>()?;
     m.add_class::<preemption::PreemptionDryRun>()?;
+    m.add_class::<explain::AttemptTrace>()?;
+    m.add_class::<explain::AttemptState>()?;
     m.add_class::<pod::CompiledPod>()?;
     m.add_class::<profile::Profile>()?;
     m.add("FILTER_PLUGINS", profile::filter_plugin_names())?;

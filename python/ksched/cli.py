@@ -302,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ksched.bench import command as bench_command
 
     bench_command.add_parser(sub)
+    from ksched.commands import explain as explain_command
+
+    explain_command.add_parser(sub)
     check = sub.add_parser(
         "validate-config",
         help="print the effective configuration, or every error (exit 1)",

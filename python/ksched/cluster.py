@@ -38,6 +38,8 @@ Kind = Literal[
     "resourceslices",
     "deviceclasses",
     "resourceclaims",
+    # PriorityClasses: ``ksched explain -f`` resolves a new pod's priorityClassName.
+    "priorityclasses",
 ]
 
 #: Where each kind lives in the API: ``(group/version path prefix, namespaced)``.
@@ -62,6 +64,7 @@ KIND_PATHS: dict[str, tuple[str, bool]] = {
     "resourceslices": ("/apis/resource.k8s.io/v1", False),
     "deviceclasses": ("/apis/resource.k8s.io/v1", False),
     "resourceclaims": ("/apis/resource.k8s.io/v1", True),
+    "priorityclasses": ("/apis/scheduling.k8s.io/v1", False),
 }
 
 #: The ``Kind`` of each kind's objects (``kind`` field), for messages and events.
@@ -84,6 +87,7 @@ KIND_NAMES: dict[str, str] = {
     "resourceslices": "ResourceSlice",
     "deviceclasses": "DeviceClass",
     "resourceclaims": "ResourceClaim",
+    "priorityclasses": "PriorityClass",
 }
 
 #: Patch content types for :meth:`ClusterAPI.patch_object`.

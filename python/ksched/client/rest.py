@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -163,6 +164,8 @@ class RestClient:
         self._stream_session: aiohttp.ClientSession | None = None
         #: Requests sent (attempts, watches included) and retries, for tests and metrics.
         self.requests = 0
+        #: The same per HTTP method (shadow mode's tests check it has only GETs).
+        self.requests_by_method: Counter[str] = Counter()
         self.retries = 0
         #: Requests holding a slot now, and the most that ever did (tests, metrics).
         self.in_flight = 0
@@ -312,6 +315,7 @@ class RestClient:
                     content_type if body is not None else None, force_auth=force_auth
                 )
                 self.requests += 1
+                self.requests_by_method[method] += 1
                 async with self.session().request(
                     method,
                     self.url(path),
@@ -370,6 +374,7 @@ class RestClient:
         await (limiter or self.limiter).acquire()
         headers = await self._headers(None, force_auth=False)
         self.requests += 1
+        self.requests_by_method["GET"] += 1
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=read_timeout)
         try:
             async with self.stream_session().get(

@@ -131,6 +131,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ASSIGNED_POD",
     "COMPILED_POD_KEY",
+    "DRY_RUN_KEY",
     "NODE",
     "NOMINATING_KEY",
     "POD",
@@ -173,6 +174,12 @@ MIN_NODE_SCORE = 0
 COMPILED_POD_KEY: Final = "ksched/compiled"
 #: CycleState key: the nomination PostFilter decided (see ``PostFilterResult``).
 NOMINATING_KEY: Final = "ksched/nominating"
+#: CycleState key: present (True) when the attempt only explains what the scheduler
+#: would do (``ksched explain``, shadow mode): a PostFilter plugin computes its answer as
+#: usual but acts on nothing (no eviction, no API call). A plugin that changes the
+#: cluster from PostFilter must honour it; DefaultPreemption writes the candidate it
+#: would act on under ``DRY_RUN_KEY + "/" + its name``.
+DRY_RUN_KEY: Final = "ksched/dry-run"
 
 
 @dataclass(slots=True)

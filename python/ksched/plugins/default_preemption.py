@@ -77,7 +77,13 @@ from ksched.cluster import APIError, Conflict, NotFound
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.diagnosis import RawNodeStatus, fit_error_message
 from ksched.framework.extender import Extender, ExtenderError, ExtenderVictims
-from ksched.framework.interface import COMPILED_POD_KEY, Handle, NodePod, PostFilterResult
+from ksched.framework.interface import (
+    COMPILED_POD_KEY,
+    DRY_RUN_KEY,
+    Handle,
+    NodePod,
+    PostFilterResult,
+)
 from ksched.framework.status import Code, Status
 
 log = logging.getLogger(__name__)
@@ -85,6 +91,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE",
     "DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE",
+    "DRY_RUN_CANDIDATE_KEY",
     "NAME",
     "Candidate",
     "DefaultPreemption",
@@ -107,6 +114,9 @@ ERR_NO_VICTIMS: Final = "No preemption victims found for incoming pod"
 ERR_NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
 ERR_NO_CANDIDATE: Final = "no candidate node for preemption"
 ERR_WAITING: Final = "waiting for the preemption for this pod to be finished"
+
+#: CycleState key of the candidate a dry run would act on (a :class:`Candidate`).
+DRY_RUN_CANDIDATE_KEY: Final = f"{DRY_RUN_KEY}/{NAME}"
 
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 REASON_PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
@@ -505,25 +515,36 @@ class DefaultPreemption:
             )
         # 3) extenders, when some are interested (asynchronously).
         if extenders:
-            return self._with_extenders(attempt, candidates_of(found), extenders)
+            return self._with_extenders(attempt, candidates_of(found), extenders, state)
         # 4) the best candidate.
         if isinstance(found, PreemptionDryRun):
             top = found.best()
             best = Candidate(*top) if top is not None else None
         else:
             best = pick_one_node_for_preemption(attempt.snapshot, found, attempt.now)
-        return self._nominate(best, pod)
+        return self._nominate(best, pod, state)
 
-    def _nominate(self, best: Candidate | None, pod: Pod) -> PostFilterOutcome:
+    def _nominate(
+        self, best: Candidate | None, pod: Pod, state: CycleState | None = None
+    ) -> PostFilterOutcome:
         """Upstream ``Preempt`` steps 4 and 5: the chosen candidate's victims are
-        evicted in the background and the pod is nominated to its node."""
+        evicted in the background and the pod is nominated to its node. In a dry run
+        (:data:`~ksched.framework.interface.DRY_RUN_KEY`) the candidate is only written
+        to the cycle state."""
         if best is None or not best.node:
             return None, Status(Code.UNSCHEDULABLE, ERR_NO_CANDIDATE)
-        self._prepare_candidate_async(best, pod)
+        if state is not None and state.get(DRY_RUN_KEY):
+            state.write(DRY_RUN_CANDIDATE_KEY, best)
+        else:
+            self._prepare_candidate_async(best, pod)
         return PostFilterResult(best.node), Status(Code.SUCCESS)
 
     async def _with_extenders(
-        self, a: _Attempt, candidates: list[Candidate], extenders: Sequence[Extender]
+        self,
+        a: _Attempt,
+        candidates: list[Candidate],
+        extenders: Sequence[Extender],
+        state: CycleState | None = None,
     ) -> PostFilterOutcome:
         """Upstream ``callExtenders``: each interested extender that supports preemption,
         in order, gets the candidates (node → victims) and answers the ones it accepts,
@@ -576,7 +597,7 @@ class DefaultPreemption:
             )
             for node, v in victims.items()
         ]
-        return self._nominate(pick_one_node_for_preemption(snapshot, kept, a.now), pod)
+        return self._nominate(pick_one_node_for_preemption(snapshot, kept, a.now), pod, state)
 
     def find_candidates(
         self, a: _Attempt, statuses: Mapping[str, Status]
