@@ -139,6 +139,23 @@ def _add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         metavar="A=true,B=false",
         help="feature gates; ksched uses CoordinatedLeaderElection (default false)",
     )
+    shadow = p.add_argument_group(
+        "shadow mode (judge another scheduler's decisions, write nothing)"
+    )
+    shadow.add_argument(
+        "--shadow",
+        action="store_true",
+        help="compute a decision for every pod the active scheduler of ksched's profiles' "
+        "schedulerNames binds, compare, export ksched_shadow_decisions_total; never bind, "
+        "patch or send events (read-only RBAC: deploy/rbac-readonly.yaml)",
+    )
+    shadow.add_argument(
+        "--shadow-scheduler-name",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="shadow the scheduler of pods with this schedulerName (repeatable; implies --shadow)",
+    )
     serving = p.add_argument_group("secure serving and delegated authentication")
     serving.add_argument("--bind-address", default="0.0.0.0", help="address of the HTTPS endpoints")
     serving.add_argument(
@@ -303,8 +320,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench_command.add_parser(sub)
     from ksched.commands import explain as explain_command
+    from ksched.commands import record as record_command
+    from ksched.commands import replay as replay_command
 
     explain_command.add_parser(sub)
+    record_command.add_parser(sub)
+    replay_command.add_parser(sub)
     check = sub.add_parser(
         "validate-config",
         help="print the effective configuration, or every error (exit 1)",

@@ -36,7 +36,7 @@ import asyncio
 import random
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,33 +76,45 @@ RESOURCES = ("cpu", "memory")
 
 @dataclass(slots=True)
 class ReplayConfig:
-    """One configuration to replay under: its label, profiles, extenders, backoffs."""
+    """One configuration to replay under: its label and its KubeSchedulerConfiguration
+    (None: the default profile). Profiles are built afresh for every replay (plugin
+    instances belong to one scheduler), as ``ksched run`` builds them."""
 
     label: str
-    profiles: Mapping[str, Profile]
-    extenders: Sequence[ExtenderConfig] = ()
-    pod_initial_backoff: float = 1.0
-    pod_max_backoff: float = 10.0
+    config: KubeSchedulerConfiguration | None = None
+
+    def profiles(self) -> dict[str, Profile]:
+        if self.config is None:
+            return {DEFAULT_SCHEDULER_NAME: default_profile()}
+        return build_profiles(self.config, default_registry())
+
+    @property
+    def extenders(self) -> Sequence[ExtenderConfig]:
+        return list(self.config.extenders) if self.config is not None else []
+
+    @property
+    def pod_initial_backoff(self) -> float:
+        return float(self.config.pod_initial_backoff_seconds or 1) if self.config else 1.0
+
+    @property
+    def pod_max_backoff(self) -> float:
+        return float(self.config.pod_max_backoff_seconds or 10) if self.config else 10.0
 
 
 def load_replay_config(path: str, label: str | None = None) -> ReplayConfig:
-    """A KubeSchedulerConfiguration file, built as ``ksched run`` builds it. Raises
+    """A KubeSchedulerConfiguration file, validated with the installed plugins (its
+    profiles are built once here too, so a bad one fails now). Raises
     :class:`~ksched.config.ConfigError`, :class:`~ksched.profiles.ProfileError`."""
     registry = default_registry()
     cfg: KubeSchedulerConfiguration = load_config(
         path, extra_plugins=registry.names(), extension_points=registry.extension_points()
     )
-    return ReplayConfig(
-        label=label or Path(path).stem,
-        profiles=build_profiles(cfg, registry),
-        extenders=list(cfg.extenders),
-        pod_initial_backoff=float(cfg.pod_initial_backoff_seconds or 1),
-        pod_max_backoff=float(cfg.pod_max_backoff_seconds or 10),
-    )
+    build_profiles(cfg, registry)
+    return ReplayConfig(label=label or Path(path).stem, config=cfg)
 
 
 def default_replay_config() -> ReplayConfig:
-    return ReplayConfig("default", {DEFAULT_SCHEDULER_NAME: default_profile()})
+    return ReplayConfig("default")
 
 
 @dataclass(slots=True)
@@ -247,7 +259,7 @@ async def replay(
     tracked = {_key(p) for p in rec.pending_pods}
     sched = Scheduler(
         cluster,
-        config.profiles,
+        config.profiles(),
         seed=seed,
         pod_initial_backoff=config.pod_initial_backoff,
         pod_max_backoff=config.pod_max_backoff,

@@ -51,6 +51,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -191,6 +192,10 @@ class RunOptions:
     authorization_kubeconfig: str = ""
     authorization_always_allow_paths: Sequence[str] = ALWAYS_ALLOW_PATHS
     feature_gates: dict[str, bool] = field(default_factory=dict)
+    #: Shadow mode (:mod:`ksched.shadow`): judge these schedulers' decisions, write
+    #: nothing. ``shadow`` with no names: the schedulers of ksched's own profiles.
+    shadow: bool = False
+    shadow_scheduler_names: Sequence[str] = ()
 
 
 def parse_feature_gates(text: str) -> dict[str, bool]:
@@ -279,6 +284,7 @@ async def serve(
     identity: str | None = None,
     elector: LeaderElector | None = None,
     status: RunStatus | None = None,
+    make_scheduler: Callable[..., Scheduler] = Scheduler,
 ) -> Scheduler:
     """Schedule on ``api`` until ``stop`` is set, then shut down gracefully.
 
@@ -290,7 +296,7 @@ async def serve(
     if profiles is None:
         profiles = profiles_from_config(cfg)
     status = status if status is not None else RunStatus()
-    sched = Scheduler(
+    sched = make_scheduler(
         api,
         profiles,
         pod_initial_backoff=float(cfg.pod_initial_backoff_seconds or 1),
@@ -464,6 +470,18 @@ async def _run(
     candidate: LeaseCandidate | None = None
     candidate_stop = asyncio.Event()
     coordinated = opts.feature_gates.get("CoordinatedLeaderElection", False)
+    make_scheduler: Callable[..., Scheduler] = Scheduler
+    if opts.shadow:
+        from ksched.readonly import ReadOnlyClusterAPI
+        from ksched.shadow import ShadowScheduler, shadow_targets
+
+        # Nothing leaves the process but reads; no Lease either: every replica shadows.
+        api = ReadOnlyClusterAPI(api, mode="shadow mode")  # type: ignore[assignment]
+        targets = shadow_targets(profiles, opts.shadow_scheduler_names)
+        make_scheduler = functools.partial(ShadowScheduler, shadowed=targets)
+        if le.leader_elect:
+            log.info("shadow mode: leader election is off (it would write a Lease)")
+        le.leader_elect = False
     if le.leader_elect:
         lock = LeaseLock(
             api, namespace=le.resource_namespace, name=le.resource_name, identity=identity
@@ -532,7 +550,7 @@ async def _run(
         if candidate is not None:
             candidate_task = asyncio.get_running_loop().create_task(candidate.run(candidate_stop))
         await serve(cfg, api, stop=stop, profiles=profiles, identity=identity,
-                    elector=elector, status=status)  # fmt: skip
+                    elector=elector, status=status, make_scheduler=make_scheduler)  # fmt: skip
     except LeaderElectionLost as exc:
         # Upstream exits at once (klog.FlushAndExit): bindings in flight are abandoned,
         # the new leader schedules whatever they leave pending.
@@ -584,6 +602,8 @@ def main(opts: RunOptions | argparse.Namespace) -> int:
             authorization_kubeconfig=get("authorization_kubeconfig") or "",
             authorization_always_allow_paths=_paths(get("authorization_always_allow_paths")),
             feature_gates=gates,
+            shadow=bool(get("shadow") or get("shadow_scheduler_name")),
+            shadow_scheduler_names=list(get("shadow_scheduler_name") or ()),
         )
     try:
         cfg = resolve_config(opts)
@@ -597,6 +617,15 @@ def main(opts: RunOptions | argparse.Namespace) -> int:
     try:
         check_supported(cfg)
         profiles = profiles_from_config(cfg)  # fail before connecting
+        if opts.shadow:
+            from ksched.shadow import ShadowError, shadow_targets
+
+            if cfg.extenders:
+                raise RunError("shadow mode does not call scheduler extenders: remove them")
+            try:
+                shadow_targets(profiles, opts.shadow_scheduler_names)
+            except ShadowError as exc:
+                raise RunError(str(exc)) from exc
     except RunError as exc:
         log.error("%s", exc)
         return 1

@@ -38,7 +38,7 @@ import contextlib
 import dataclasses
 import random
 import re
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ksched.api.pod import Pod
@@ -68,7 +68,15 @@ from ksched.schedule_one import (
 if TYPE_CHECKING:
     from ksched.scheduler import Scheduler
 
-__all__ = ["ExplainError", "Outcome", "attempt_outcome", "explain_pod", "failure_message"]
+__all__ = [
+    "ExplainError",
+    "Outcome",
+    "attempt_outcome",
+    "attempt_outcome_now",
+    "explain_pod",
+    "explain_pod_now",
+    "failure_message",
+]
 
 
 def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
@@ -119,25 +127,47 @@ def _framework(sched: Scheduler, pod: Pod, profile: str | None) -> tuple[Framewo
     return fw, pod
 
 
-async def attempt_outcome(sched: Scheduler, fw: Framework, info: QueuedPodInfo) -> Outcome:
-    """Run the scheduling cycle's placement for ``info`` as a dry run and put the
-    snapshot's start index, its random state and Python's back afterwards."""
+def _saved(sched: Scheduler) -> Callable[[], None]:
+    """Save the snapshot's start index and random state and Python's random state;
+    the returned function puts them back."""
     snapshot = sched.cache.snapshot
     saved = snapshot.attempt_state()
     py_random = random.getstate()
-    state = dry_run_state()
-    try:
-        if needs_extenders(sched, info):
-            deferred: list[Any] = []
-            node, status, _ = await _place_with_extenders(sched, fw, info, state, 0.0, deferred)
-            if deferred:
-                fit, statuses = deferred[0]
-                status = await _post_filter_async(fw, state, info, fit, statuses)
-        else:
-            node, status, _ = _place(sched, fw, info, state)
-    finally:
+
+    def restore() -> None:
         snapshot.restore_attempt_state(saved)
         random.setstate(py_random)
+
+    return restore
+
+
+def attempt_outcome_now(sched: Scheduler, fw: Framework, info: QueuedPodInfo) -> Outcome:
+    """Run the scheduling cycle's placement for ``info`` as a dry run (a pod no
+    extender is interested in) and put the random states and start index back."""
+    restore = _saved(sched)
+    state = dry_run_state()
+    try:
+        node, status, _ = _place(sched, fw, info, state)
+    finally:
+        restore()
+    return Outcome(node, status, state)
+
+
+async def attempt_outcome(sched: Scheduler, fw: Framework, info: QueuedPodInfo) -> Outcome:
+    """:func:`attempt_outcome_now`, with the extenders' path for a pod an extender is
+    interested in (their HTTP calls are awaited)."""
+    if not needs_extenders(sched, info):
+        return attempt_outcome_now(sched, fw, info)
+    restore = _saved(sched)
+    state = dry_run_state()
+    try:
+        deferred: list[Any] = []
+        node, status, _ = await _place_with_extenders(sched, fw, info, state, 0.0, deferred)
+        if deferred:
+            fit, statuses = deferred[0]
+            status = await _post_filter_async(fw, state, info, fit, statuses)
+    finally:
+        restore()
     return Outcome(node, status, state)
 
 
@@ -194,23 +224,42 @@ def _add_scores(trace: _Trace, nodes: Iterable[str], extra: dict[str, list[Plugi
         v.total = (v.total or 0) + sum(s.weighted for s in added)
 
 
-async def explain_pod(
-    sched: Scheduler,
-    pod: Pod,
-    *,
-    profile: str | None = None,
-    all_nodes: bool = False,
-    suggest: bool = True,
-    suggest_nodes: Collection[str] = (),
-) -> Explanation:
-    """One attempt of ``pod`` (pending: not in the cache) on ``sched``, node by node.
+class _Work:
+    """One explanation being assembled (shared by the synchronous and asynchronous
+    paths)."""
 
-    ``profile`` schedules it with that profile instead of its ``schedulerName``'s;
-    ``all_nodes`` turns ``percentageOfNodesToScore`` sampling off in the trace;
-    ``suggest`` adds, for a pod no node fits, the changes that would make it fit;
-    ``suggest_nodes``: the changes that would make it fit on each of these nodes.
-    Raises :class:`ExplainError` when no profile handles the pod.
-    """
+    def __init__(
+        self,
+        sched: Scheduler,
+        fw: Framework,
+        pod: Pod,
+        notes: list[str],
+        *,
+        all_nodes: bool,
+    ) -> None:
+        self.sched = sched
+        self.fw = fw
+        self.pod = pod
+        self.compiled = sched.compile(pod)
+        self.info = QueuedPodInfo(pod=pod, compiled=self.compiled, timestamp=0.0, uid=pod.uid)
+        self.all_nodes = all_nodes
+        self.notes = notes
+        self.state = dry_run_state()
+        self.outcome: Outcome | None = None
+        self.feasible: list[str] = []
+        self.rust: Any = None
+        self.trace = _Trace()
+        self.pre_rejected = False
+        self.expl: Explanation | None = None
+
+    @property
+    def extenders(self) -> list[Any]:
+        return [e for e in self.fw.extenders if e.is_interested(self.pod)]
+
+
+def _prepare(
+    sched: Scheduler, pod: Pod, profile: str | None, *, all_nodes: bool
+) -> tuple[_Work, Pod]:
     fw, pod = _framework(sched, pod, profile)
     if sched.cache.has_pod(pod.uid):
         raise ExplainError(
@@ -230,16 +279,220 @@ async def explain_pod(
                 f"PreEnqueue plugin {plugin.name} keeps the pod out of the scheduling queue "
                 f"({gate.message}); explained as if it had been let in"
             )
-    with _visible(sched, pod):
-        expl = await _explain(sched, fw, pod, notes, all_nodes=all_nodes, suggest=suggest)
-        if suggest_nodes:
-            from ksched.explain import whatif
+    return _Work(sched, fw, pod, notes, all_nodes=all_nodes), pod
 
-            for n in suggest_nodes:
-                expl.node_suggestions[n] = whatif.suggest(
-                    sched, fw, pod, expl, CycleState(), only=(n,)
+
+def _filters(w: _Work) -> None:
+    """The kernels' trace, then the Python PreFilter/Filter plugins on it."""
+    sched, fw, pod, state = w.sched, w.fw, w.pod, w.state
+    snapshot = sched.cache.snapshot
+    kernels = fw.profile.kernels
+    names: frozenset[str] | None = None
+    pre_status: Status | None = None
+    if fw.points.pre_filter:
+        names, pre_status = fw.run_pre_filter(state, pod)
+    rust = snapshot.explain_attempt(w.compiled, kernels, sample=not w.all_nodes)
+    if rust.nominated and fw.points.filter and pre_status is None:
+        nominated = pod.nominated_node_name
+        if fw.run_filter(state, pod, _node_info(sched, nominated)) is not None:
+            rust = snapshot.explain_attempt(
+                w.compiled, kernels, sample=not w.all_nodes, use_nomination=False
+            )
+    w.rust = rust
+    w.trace = trace = _rust_trace(rust, kernels)
+    if rust.nominated:
+        w.notes.append(
+            f"the pod is nominated to {pod.nominated_node_name} (an earlier preemption), "
+            "which passes every filter: it is placed there without looking at other nodes"
+        )
+    if pre_status is not None:
+        if not pre_status.is_rejected():
+            raise ExplainError(f"PreFilter failed for pod {pod.key}: {pre_status.message}")
+        for n in trace.rows:
+            trace.reject(n, pre_status)
+        w.pre_rejected = True
+        return
+    feasible = trace.feasible()
+    if names is not None:
+        plugins = state.pre_filter_node_plugins
+        narrowed = Status(
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]",
+            plugin=plugins[0] if plugins else "",
+        )
+        for n in feasible:
+            if n not in names:
+                trace.reject(n, narrowed)
+        feasible = [n for n in feasible if n in names]
+    if fw.points.filter:
+        kept = []
+        for n in feasible:
+            st = fw.run_filter(state, pod, _node_info(sched, n))
+            if st is None:
+                kept.append(n)
+            else:
+                trace.reject(n, st)
+        feasible = kept
+    w.feasible = feasible
+
+
+async def _extender_filter(w: _Work) -> None:
+    """The interested extenders' filter verb on the nodes the plugins let through."""
+    if not w.feasible or w.pre_rejected:
+        return
+    trace = w.trace
+    by_name = {n: _node_info(w.sched, n) for n in w.feasible}
+    passed, failed, error = await _extenders_filter(w.fw, w.pod, by_name)
+    if error is not None:
+        raise ExplainError(f"an extender failed for pod {w.pod.key}: {error.message}")
+    for n, (unresolvable, msg) in failed.items():
+        if n in trace.rows:
+            code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+            trace.reject(n, Status(code, msg, plugin=EXTENDER_NAME))
+    for n in w.feasible:
+        if n not in passed and trace.rows[n].outcome == FEASIBLE:
+            trace.reject(
+                n, Status(Code.UNSCHEDULABLE, "rejected by an extender", plugin=EXTENDER_NAME)
+            )
+    w.feasible = [n for n in w.feasible if n in passed]
+
+
+def _python_scores(w: _Work) -> dict[str, list[PluginScore]]:
+    """The Python PreScore/Score plugins on the feasible nodes (two or more)."""
+    fw, pod, state = w.fw, w.pod, w.state
+    extra: dict[str, list[PluginScore]] = {}
+    if len(w.feasible) < 2 or not (fw.points.pre_score or fw.points.score):
+        return extra
+    nodes = [_node_info(w.sched, n) for n in w.feasible]
+    ps = fw.run_pre_score(state, pod, nodes)
+    if ps is not None:
+        raise ExplainError(f"PreScore failed for pod {pod.key}: {ps.message}")
+    breakdown: dict[str, dict[str, tuple[int, int]]] = {}
+    _, ss = fw.run_score(state, pod, nodes, breakdown)
+    if ss is not None:
+        raise ExplainError(f"Score failed for pod {pod.key}: {ss.message}")
+    for plugin, per_node in breakdown.items():
+        weight = fw.score_weights.get(plugin, 1)
+        for n, (raw, norm) in per_node.items():
+            extra.setdefault(n, []).append(PluginScore(plugin, raw, norm, weight))
+    return extra
+
+
+async def _extender_scores(w: _Work, extra: dict[str, list[PluginScore]]) -> None:
+    """The interested extenders' prioritize verb, weighted as the cycle weighs it."""
+    if len(w.feasible) < 2:
+        return
+    scale = MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY
+    objects = [ni.node for ni in (_node_info(w.sched, n) for n in w.feasible) if ni.node]
+    for ext in w.extenders:
+        if not ext.is_prioritizer():
+            continue
+        try:
+            answer = await ext.prioritize(w.pod, objects)
+        except Exception as exc:  # upstream ignores prioritize errors too
+            w.notes.append(f"extender {ext.name()} could not prioritize: {exc}")
+            continue
+        for host, score in answer:
+            if host in w.feasible:
+                extra.setdefault(host, []).append(
+                    PluginScore(f"{EXTENDER_NAME} {ext.name()}", score, score * scale, ext.weight())
                 )
-        return expl
+
+
+def _finish(
+    w: _Work,
+    extra: dict[str, list[PluginScore]],
+    *,
+    suggest: bool,
+    suggest_nodes: Collection[str],
+) -> Explanation:
+    from ksched.explain import whatif
+
+    if len(w.feasible) >= 2:
+        _add_scores(w.trace, w.feasible, extra)
+    rust = w.rust
+    kernels = w.fw.profile.kernels
+    expl = Explanation(
+        pod=w.pod.key,
+        profile=w.fw.name,
+        num_all_nodes=rust.num_all_nodes,
+        evaluated_nodes=rust.evaluated_nodes,
+        feasible_nodes=0,
+        num_to_find=rust.num_to_find,
+        sampled=not w.all_nodes,
+        percentage_of_nodes_to_score=kernels.percentage_of_nodes_to_score,
+        start_index=rust.start_index,
+        nodes=[],
+        notes=w.notes,
+    )
+    _decide(expl, w.trace, w.outcome, rust, w.sched)
+    outcome = w.outcome
+    if outcome is not None and outcome.status is not None and suggest:
+        expl.suggestions = whatif.suggest(w.sched, w.fw, w.pod, expl, outcome.state)
+    for n in suggest_nodes:
+        expl.node_suggestions[n] = whatif.suggest(
+            w.sched, w.fw, w.pod, expl, CycleState(), only=(n,)
+        )
+    return expl
+
+
+def explain_pod_now(
+    sched: Scheduler,
+    pod: Pod,
+    *,
+    profile: str | None = None,
+    all_nodes: bool = False,
+    suggest: bool = True,
+    suggest_nodes: Collection[str] = (),
+    outcome: bool = True,
+) -> Explanation:
+    """:func:`explain_pod` without awaiting: for a pod no scheduler extender is
+    interested in (raises :class:`ExplainError` otherwise). ``outcome=False`` skips the
+    scheduling cycle's own attempt (no FailedScheduling message, no PostFilter): the
+    trace alone decides, as shadow mode needs."""
+    w, pod = _prepare(sched, pod, profile, all_nodes=all_nodes)
+    if w.extenders:
+        raise ExplainError(
+            f"a scheduler extender is interested in pod {pod.key}: explain it with "
+            "explain_pod (the extenders' calls are awaited)"
+        )
+    with _visible(sched, pod):
+        if outcome:
+            w.outcome = attempt_outcome_now(sched, w.fw, w.info)
+        _filters(w)
+        extra = {} if w.pre_rejected else _python_scores(w)
+        return _finish(w, extra, suggest=suggest, suggest_nodes=suggest_nodes)
+
+
+async def explain_pod(
+    sched: Scheduler,
+    pod: Pod,
+    *,
+    profile: str | None = None,
+    all_nodes: bool = False,
+    suggest: bool = True,
+    suggest_nodes: Collection[str] = (),
+) -> Explanation:
+    """One attempt of ``pod`` (pending: not in the cache) on ``sched``, node by node.
+
+    ``profile`` schedules it with that profile instead of its ``schedulerName``'s;
+    ``all_nodes`` turns ``percentageOfNodesToScore`` sampling off in the trace;
+    ``suggest`` adds, for a pod no node fits, the changes that would make it fit;
+    ``suggest_nodes``: the changes that would make it fit on each of these nodes.
+    Raises :class:`ExplainError` when no profile handles the pod.
+    """
+    w, pod = _prepare(sched, pod, profile, all_nodes=all_nodes)
+    with _visible(sched, pod):
+        w.outcome = await attempt_outcome(sched, w.fw, w.info)
+        _filters(w)
+        extra: dict[str, list[PluginScore]] = {}
+        if not w.pre_rejected:
+            if w.extenders:
+                await _extender_filter(w)
+            extra = _python_scores(w)
+            if w.extenders:
+                await _extender_scores(w, extra)
+        return _finish(w, extra, suggest=suggest, suggest_nodes=suggest_nodes)
 
 
 @contextlib.contextmanager
@@ -258,152 +511,8 @@ def _visible(sched: Scheduler, pod: Pod) -> Iterator[None]:
         store.pop(pod.key, None)
 
 
-async def _explain(
-    sched: Scheduler,
-    fw: Framework,
-    pod: Pod,
-    notes: list[str],
-    *,
-    all_nodes: bool,
-    suggest: bool,
-) -> Explanation:
-    from ksched.explain import whatif
-
-    compiled = sched.compile(pod)
-    info = QueuedPodInfo(pod=pod, compiled=compiled, timestamp=0.0, uid=pod.uid)
-    outcome = await attempt_outcome(sched, fw, info)
-
-    snapshot = sched.cache.snapshot
-    kernels = fw.profile.kernels
-    state = dry_run_state()
-    names: frozenset[str] | None = None
-    pre_status: Status | None = None
-    if fw.points.pre_filter:
-        names, pre_status = fw.run_pre_filter(state, pod)
-    rust = snapshot.explain_attempt(compiled, kernels, sample=not all_nodes)
-    if rust.nominated and fw.points.filter and pre_status is None:
-        nominated = pod.nominated_node_name
-        if fw.run_filter(state, pod, _node_info(sched, nominated)) is not None:
-            rust = snapshot.explain_attempt(
-                compiled, kernels, sample=not all_nodes, use_nomination=False
-            )
-    trace = _rust_trace(rust, kernels)
-    expl = Explanation(
-        pod=pod.key,
-        profile=fw.name,
-        num_all_nodes=rust.num_all_nodes,
-        evaluated_nodes=rust.evaluated_nodes,
-        feasible_nodes=0,
-        num_to_find=rust.num_to_find,
-        sampled=not all_nodes,
-        percentage_of_nodes_to_score=kernels.percentage_of_nodes_to_score,
-        start_index=rust.start_index,
-        nodes=[],
-        notes=notes,
-    )
-    if rust.nominated:
-        notes.append(
-            f"the pod is nominated to {pod.nominated_node_name} (an earlier preemption), "
-            "which passes every filter: it is placed there without looking at other nodes"
-        )
-    if pre_status is not None:
-        if not pre_status.is_rejected():
-            raise ExplainError(f"PreFilter failed for pod {pod.key}: {pre_status.message}")
-        for n in trace.rows:
-            trace.reject(n, pre_status)
-    else:
-        await _python_and_extenders(sched, fw, pod, state, trace, names, expl)
-
-    _decide(expl, trace, outcome, rust, sched)
-    if outcome.status is not None and suggest:
-        expl.suggestions = whatif.suggest(sched, fw, pod, expl, outcome.state)
-    return expl
-
-
-async def _python_and_extenders(
-    sched: Scheduler,
-    fw: Framework,
-    pod: Pod,
-    state: CycleState,
-    trace: _Trace,
-    names: frozenset[str] | None,
-    expl: Explanation,
-) -> None:
-    """The Python plugins and the extenders on the kernels' feasible nodes, as the
-    scheduling cycle runs them."""
-    feasible = trace.feasible()
-    if names is not None:
-        plugins = state.pre_filter_node_plugins
-        narrowed = Status(
-            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-            f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]",
-            plugin=plugins[0] if plugins else "",
-        )
-        for n in feasible:
-            if n not in names:
-                trace.reject(n, narrowed)
-        feasible = [n for n in feasible if n in names]
-    if fw.points.filter:
-        kept = []
-        for n in feasible:
-            s = fw.run_filter(state, pod, _node_info(sched, n))
-            if s is None:
-                kept.append(n)
-            else:
-                trace.reject(n, s)
-        feasible = kept
-    extenders = [e for e in fw.extenders if e.is_interested(pod)]
-    if extenders and feasible:
-        by_name = {n: _node_info(sched, n) for n in feasible}
-        passed, failed, error = await _extenders_filter(fw, pod, by_name)
-        if error is not None:
-            raise ExplainError(f"an extender failed for pod {pod.key}: {error.message}")
-        for n, (unresolvable, msg) in failed.items():
-            if n in trace.rows:
-                code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
-                trace.reject(n, Status(code, msg, plugin=EXTENDER_NAME))
-        for n in feasible:
-            if n not in passed and trace.rows[n].outcome == FEASIBLE:
-                trace.reject(
-                    n, Status(Code.UNSCHEDULABLE, "rejected by an extender", plugin=EXTENDER_NAME)
-                )
-        feasible = [n for n in feasible if n in passed]
-    if len(feasible) < 2:
-        return
-    nodes = [_node_info(sched, n) for n in feasible]
-    extra: dict[str, list[PluginScore]] = {}
-    if fw.points.pre_score or fw.points.score:
-        ps = fw.run_pre_score(state, pod, nodes)
-        if ps is not None:
-            raise ExplainError(f"PreScore failed for pod {pod.key}: {ps.message}")
-        breakdown: dict[str, dict[str, tuple[int, int]]] = {}
-        _, ss = fw.run_score(state, pod, nodes, breakdown)
-        if ss is not None:
-            raise ExplainError(f"Score failed for pod {pod.key}: {ss.message}")
-        for plugin, per_node in breakdown.items():
-            weight = fw.score_weights.get(plugin, 1)
-            for n, (raw, norm) in per_node.items():
-                extra.setdefault(n, []).append(PluginScore(plugin, raw, norm, weight))
-    scale = MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY
-    objects = [ni.node for ni in nodes if ni.node is not None]
-    for ext in extenders:
-        if not ext.is_prioritizer():
-            continue
-        try:
-            answer = await ext.prioritize(pod, objects)
-        except Exception as exc:  # upstream ignores prioritize errors too
-            expl.notes.append(f"extender {ext.name()} could not prioritize: {exc}")
-            continue
-        for host, score in answer:
-            if host in trace.rows and host in feasible:
-                extra.setdefault(host, []).append(
-                    PluginScore(f"{EXTENDER_NAME} {ext.name()}", score, score * scale, ext.weight())
-                )
-    _add_scores(trace, feasible, extra)
-
-
 def _decide(
-    expl: Explanation, trace: _Trace, outcome: Outcome, rust: Any, sched: Scheduler
+    expl: Explanation, trace: _Trace, outcome: Outcome | None, rust: Any, sched: Scheduler
 ) -> None:
     """Fill in the chosen node, the ties, the failure and the order of the rows."""
     feasible = trace.feasible()
@@ -411,6 +520,9 @@ def _decide(
     scored = [n for n in feasible if trace.rows[n].total is not None]
     best = max((trace.rows[n].total or 0 for n in scored), default=None)
     expl.tied = [n for n in scored if trace.rows[n].total == best] if len(scored) > 1 else []
+    attempted = outcome is not None
+    if outcome is None:
+        outcome = Outcome(rust.chosen, None, CycleState())
     if outcome.status is not None:
         expl.failed_scheduling = failure_message(outcome.status)
         nominating = outcome.state.get(NOMINATING_KEY)
@@ -420,7 +532,7 @@ def _decide(
                 "the trace found feasible nodes but the attempt failed: the cluster changed "
                 "between the two, or a plugin answers differently on a second call"
             )
-    if expl.sampled:
+    if attempted and expl.sampled:
         chosen = outcome.node
         if chosen is not None and chosen not in feasible:
             expl.notes.append(
@@ -436,7 +548,7 @@ def _decide(
         chosen = rust.chosen if rust.chosen in expl.tied and not trace.extra else expl.tied[0]
     else:
         chosen = expl.tied[0] if expl.tied else feasible[0]
-    if not expl.sampled and outcome.node is not None and outcome.node != chosen:
+    if attempted and not expl.sampled and outcome.node is not None and outcome.node != chosen:
         expl.notes.append(
             "--all-nodes: every node was examined and scored; ksched run examines a "
             f"sample (percentageOfNodesToScore) and would choose {outcome.node}"

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from ksched.explain.model import FEASIBLE, NOT_EXAMINED, REJECTED, Explanation, NodeVerdict
 
-__all__ = ["node_paragraph", "sampling_text", "summary", "table"]
+__all__ = ["node_paragraph", "sampling_text", "score_difference", "summary", "table"]
 
 
 def sampling_text(expl: Explanation) -> str:
@@ -144,16 +144,18 @@ def summary(expl: Explanation) -> str:
     return "\n".join(lines)
 
 
-def _delta(chosen: NodeVerdict, other: NodeVerdict) -> str:
-    mine = {s.plugin: s for s in other.scores}
+def score_difference(best: NodeVerdict, other: NodeVerdict) -> str:
+    """Per Score plugin, the weighted scores of ``other`` vs ``best`` where they differ,
+    largest gap first: ``NodeResourcesFit 48 vs 86, ...``."""
+    theirs = {s.plugin: s for s in other.scores}
     parts = []
-    for s in chosen.scores:
-        o = mine.get(s.plugin)
+    for s in best.scores:
+        o = theirs.get(s.plugin)
         if o is None or o.weighted == s.weighted:
             continue
         parts.append((abs(s.weighted - o.weighted), f"{s.plugin} {o.weighted} vs {s.weighted}"))
     parts.sort(key=lambda t: -t[0])
-    return "; ".join(text for _, text in parts)
+    return ", ".join(text for _, text in parts)
 
 
 def node_paragraph(expl: Explanation, name: str, *, fits_if: Sequence[str] = ()) -> str:
@@ -199,5 +201,5 @@ def node_paragraph(expl: Explanation, name: str, *, fits_if: Sequence[str] = ())
         )
     return (
         f"{name} is feasible but scores {v.total}, {chosen.total - v.total} below "
-        f"{chosen.node} ({chosen.total}): {_delta(chosen, v)}."
+        f"{chosen.node} ({chosen.total}): {score_difference(chosen, v)}."
     )

@@ -387,7 +387,9 @@ class DefaultPreemption:
     ) -> None:
         self.min_candidate_nodes_percentage = min_candidate_nodes_percentage
         self.min_candidate_nodes_absolute = min_candidate_nodes_absolute
-        self._rng = random.Random(seed)
+        # Unseeded, the seed comes from Python's random module (not the OS), so
+        # random.seed() makes a whole run reproducible (ksched replay --seed).
+        self._rng = random.Random(seed if seed is not None else random.getrandbits(64))
         #: ``offset(n)``: where the dry run starts among ``n`` potential nodes.
         self.offset: Callable[[int], int] = self._rng.randrange
         self._clock = clock
