@@ -66,6 +66,7 @@ __all__ = [
     "replay",
     "replay_all",
     "table",
+    "wait_idle",
 ]
 
 Obj = dict[str, Any]
@@ -235,8 +236,10 @@ def _events_pending(cluster: InMemoryCluster) -> bool:
     return any(not w.queue.empty() for w in cluster._watchers)
 
 
-async def _idle(sched: Scheduler, cluster: InMemoryCluster, deadline: float) -> bool:
-    """Wait until nothing is left to do (see the module docstring); False on timeout."""
+async def wait_idle(sched: Scheduler, cluster: InMemoryCluster, deadline: float) -> bool:
+    """Wait until the scheduler has nothing left to do and no watch event is
+    undelivered (see the module docstring); False when ``deadline`` (``perf_counter``)
+    passes first."""
     calm = 0
     while time.perf_counter() < deadline:
         if not _events_pending(cluster) and sched.quiescent():
@@ -272,7 +275,7 @@ async def replay(
     busy = 0.0
     try:
         t0 = time.perf_counter()
-        if not await _idle(sched, cluster, deadline):
+        if not await wait_idle(sched, cluster, deadline):
             notes.append(f"timed out after {timeout:.0f}s")
         busy += time.perf_counter() - t0
         for a in rec.arrivals:
@@ -284,7 +287,7 @@ async def replay(
                 continue
             if a.kind == "pods" and a.type == "ADDED" and not a.object["spec"].get("nodeName"):
                 tracked.add(_key(a.object))
-            await _idle(sched, cluster, deadline)
+            await wait_idle(sched, cluster, deadline)
             busy += time.perf_counter() - t0
     finally:
         await sched.shutdown()

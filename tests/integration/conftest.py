@@ -1,7 +1,8 @@
 """Fixtures for tests against the real control plane (kube-apiserver v1.36 + etcd v3.6).
 
-* ``control_plane`` (session): a started :class:`ksched.testing.controlplane.ControlPlane`.
-  The first run on a machine builds the binaries from Go modules (several minutes, progress
+* ``control_plane`` (session): ksched's ``ksched_control_plane`` fixture (a started
+  :class:`ksched.testing.controlplane.ControlPlane`, auditing the read-only identity). The
+  first run on a machine builds the binaries from Go modules (several minutes, progress
   shown on the terminal); later runs reuse ``~/.cache/ksched/bin/``.
 * ``kubeconfig`` (session): path of the admin kubeconfig.
 * ``namespace`` (function): a fresh namespace; its pods are force-deleted afterwards (no
@@ -16,7 +17,6 @@ Every test under tests/integration is marked ``integration``.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from ksched.testing.controlplane import ControlPlane, ensure_binaries
+from ksched.testing.controlplane import ControlPlane
 
 _HERE = Path(__file__).resolve().parent
 
@@ -45,22 +45,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
-    if os.environ.get("KSCHED_SKIP_INTEGRATION", "") not in ("", "0"):
-        pytest.skip("KSCHED_SKIP_INTEGRATION is set")
-    # Show the (possibly long) first build on the terminal instead of capturing it.
-    capman = request.config.pluginmanager.getplugin("capturemanager")
-    if capman is not None:
-        with capman.global_and_fixture_disabled():
-            bin_dir = ensure_binaries()
-    else:
-        bin_dir = ensure_binaries()
-    cp = ControlPlane(bin_dir=bin_dir, audit_policy=AUDIT_POLICY)
-    cp.start()
-    try:
-        yield cp
-    finally:
-        cp.stop()
+def ksched_control_plane_options() -> dict[str, Any]:
+    """ksched's ``ksched_control_plane`` fixture, with the audit policy above."""
+    return {"audit_policy": AUDIT_POLICY}
+
+
+@pytest.fixture(scope="session")
+def control_plane(ksched_control_plane: ControlPlane) -> ControlPlane:
+    """The session's control plane: ksched's own ``ksched_control_plane`` fixture (the
+    pytest plugin shipped with ksched), which builds the binaries on first use."""
+    return ksched_control_plane
 
 
 @pytest.fixture(scope="session")

@@ -38,9 +38,7 @@ async def _failed_scheduling(cp: ControlPlane, config: Path, namespace: str) -> 
     task = asyncio.get_running_loop().create_task(serve(load_config(config), api, stop=stop))
     try:
         for _ in range(300):
-            _, body = cp.request(
-                "GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
-            )
+            _, body = cp.request("GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
             notes = [
                 e["note"] for e in body.get("items", []) if e.get("reason") == "FailedScheduling"
             ]

@@ -51,7 +51,7 @@ from ksched.commands.common import (
 )
 from ksched.explain import ExplainError, Explanation, explain_pod, render
 
-__all__ = ["add_parser", "main", "pods_from_manifests"]
+__all__ = ["add_parser", "main", "pod_from_manifest", "pods_from_manifests"]
 
 EXIT_FITS = 0
 EXIT_UNSCHEDULABLE = 1
@@ -129,64 +129,80 @@ def pods_from_manifests(
         raise CommandError(f"{source}: {exc}") from exc
     if not docs:
         raise CommandError(f"{source}: no object")
-    pods = []
-    for i, doc in enumerate(docs):
-        if not isinstance(doc, dict):
-            raise CommandError(f"{source}: document {i + 1} is not an object")
-        kind = str(doc.get("kind") or "")
-        meta = doc.get("metadata") or {}
-        name = str(meta.get("name") or meta.get("generateName") or f"pod-{i}")
-        what = f"{source}: {kind or 'object'} {name}"
-        if kind == "Pod":
-            obj = copy.deepcopy(doc)
-        else:
-            tmpl = _template(doc)
-            if tmpl is None:
-                raise CommandError(f"{what}: not a Pod and has no spec.template")
-            obj = {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    **copy.deepcopy(tmpl.get("metadata") or {}),
-                    "name": f"{name.rstrip('-')}-explain",
-                },
-                "spec": copy.deepcopy(tmpl.get("spec") or {}),
-            }
-        pod_meta = obj.setdefault("metadata", {})
-        pod_meta["namespace"] = namespace or meta.get("namespace") or "default"
-        pod_meta.setdefault("name", name)
-        pod_meta["uid"] = f"ksched-explain-{i}"
-        pod_meta["resourceVersion"] = "0"
-        spec = obj.setdefault("spec", {})
-        if not isinstance(spec, dict):
-            raise CommandError(f"{what}: spec must be an object")
-        spec.setdefault("schedulerName", "default-scheduler")
-        if "priority" not in spec:
-            cls = spec.get("priorityClassName")
-            if cls:
-                if cls not in classes:
-                    raise CommandError(
-                        f"{what}: spec.priorityClassName: no PriorityClass {cls!r} in the cluster"
-                    )
-                spec["priority"] = classes[cls]
-            elif "" in classes:
-                spec["priority"] = classes[""]
-        tolerations = spec.setdefault("tolerations", [])
-        if isinstance(tolerations, list):
-            for t in DEFAULT_NOT_READY_TOLERATIONS:
-                if not any(
-                    isinstance(x, dict)
-                    and x.get("key") == t["key"]
-                    and x.get("effect") in ("NoExecute", "", None)
-                    for x in tolerations
-                ):
-                    tolerations.append(dict(t))
-        obj["status"] = {"phase": "Pending"}
-        try:
-            pods.append(Pod.from_dict(obj))
-        except InvalidObjectError as exc:
-            raise CommandError(f"{source}: {exc}") from exc
-    return pods
+    return [
+        pod_from_manifest(doc, source, namespace=namespace, classes=classes, index=i)
+        for i, doc in enumerate(docs)
+    ]
+
+
+def pod_from_manifest(
+    doc: Any,
+    source: str,
+    *,
+    namespace: str | None,
+    classes: Mapping[str, int],
+    index: int = 0,
+) -> Pod:
+    """The pod one manifest (a Pod or a controller with a pod template) would create, as
+    admission would complete it. Raises :class:`CommandError` naming the field."""
+    i = index
+    if not isinstance(doc, dict):
+        raise CommandError(f"{source}: document {i + 1} is not an object")
+    kind = str(doc.get("kind") or "")
+    meta = doc.get("metadata") or {}
+    name = str(meta.get("name") or meta.get("generateName") or f"pod-{i}")
+    what = f"{source}: {kind or 'object'} {name}"
+    if kind == "Pod" or (not kind and "containers" in (doc.get("spec") or {})):
+        obj = copy.deepcopy(doc)
+    else:
+        tmpl = _template(doc)
+        if tmpl is None:
+            raise CommandError(f"{what}: not a Pod and has no spec.template")
+        obj = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                **copy.deepcopy(tmpl.get("metadata") or {}),
+                "name": f"{name.rstrip('-')}-explain",
+            },
+            "spec": copy.deepcopy(tmpl.get("spec") or {}),
+        }
+    pod_meta = obj.setdefault("metadata", {})
+    pod_meta["namespace"] = namespace or meta.get("namespace") or "default"
+    pod_meta.setdefault("name", name)
+    pod_meta.setdefault("uid", f"ksched-explain-{i}")
+    pod_meta.setdefault("resourceVersion", "0")
+    spec = obj.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        raise CommandError(f"{what}: spec must be an object")
+    spec.setdefault("schedulerName", "default-scheduler")
+    if "priority" not in spec:
+        cls = spec.get("priorityClassName")
+        if cls:
+            if cls not in classes:
+                raise CommandError(
+                    f"{what}: spec.priorityClassName: no PriorityClass {cls!r} in the cluster"
+                )
+            spec["priority"] = classes[cls]
+        elif "" in classes:
+            spec["priority"] = classes[""]
+    tolerations = spec.setdefault("tolerations", [])
+    if isinstance(tolerations, list):
+        for t in DEFAULT_NOT_READY_TOLERATIONS:
+            if not any(
+                isinstance(x, dict)
+                and x.get("key") == t["key"]
+                and x.get("effect") in ("NoExecute", "", None)
+                for x in tolerations
+            ):
+                tolerations.append(dict(t))
+    obj["status"] = (
+        {"phase": "Pending", **(obj.get("status") or {})} if kind == "Pod" else {"phase": "Pending"}
+    )
+    try:
+        return Pod.from_dict(obj)
+    except InvalidObjectError as exc:
+        raise CommandError(f"{source}: {exc}") from exc
 
 
 # ---- running ------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """A real Kubernetes control plane for tests: etcd + kube-apiserver on loopback, and
-kube-controller-manager on demand.
+kube-controller-manager on demand (the ``ksched_control_plane`` fixture, public as
+``ksched.testing.ControlPlane``).
 
 The binaries (kube-apiserver, kube-scheduler, kube-controller-manager v1.36 and etcd
 v3.6) are built from Go
