@@ -10,11 +10,12 @@ for one of its fixtures:
     The real scheduler (:class:`~ksched.testing.EmbeddedScheduler`) on ``ksched_cluster``
     (or ``cluster``) with a KubeSchedulerConfiguration (a path, YAML text, a dict);
     ``plugins`` maps out-of-tree plugin names to factories. Stopped after the test.
-``ksched_benchmark(workload, *, rounds=3, config=None, plugins=None, nodes=None,
-pods=None, existing_pods=None, scale=1.0, seed=1)``
+``ksched_benchmark(workload, *, rounds=3, warmup_rounds=0, before_each=None,
+config=None, plugins=None, nodes=None, pods=None, existing_pods=None, scale=1.0, seed=1)``
     Runs a workload with pytest-benchmark's ``benchmark`` (``pedantic``, one run per
-    round) and records pods/s, attempt p50/p99 and peak RSS in its ``extra_info``;
-    returns a :class:`~ksched.testing.BenchmarkResult`. Needs ``pytest-benchmark``.
+    round; ``before_each`` is called, untimed, before every round) and records pods/s,
+    attempt p50/p99 and peak RSS in its ``extra_info``; returns a
+    :class:`~ksched.testing.BenchmarkResult`. Needs ``pytest-benchmark``.
 ``ksched_control_plane``
     A real kube-apiserver v1.36 + etcd (:class:`~ksched.testing.ControlPlane`) for the
     session; ``start_controller_manager([...])`` adds kube-controller-manager. The first
@@ -100,14 +101,29 @@ def ksched_benchmark(request: pytest.FixtureRequest) -> Callable[..., BenchmarkR
         pytest.fail("ksched_benchmark needs pytest-benchmark: pip install pytest-benchmark")
 
     def run(
-        workload: str, *, rounds: int = 3, warmup_rounds: int = 0, **kw: Any
+        workload: str,
+        *,
+        rounds: int = 3,
+        warmup_rounds: int = 0,
+        before_each: Callable[[], object] | None = None,
+        **kw: Any,
     ) -> BenchmarkResult:
         rounds_done = []
 
         def once() -> None:
             rounds_done.append(run_workload(workload, **kw))
 
-        benchmark.pedantic(once, rounds=rounds, iterations=1, warmup_rounds=warmup_rounds)
+        def setup() -> None:
+            if before_each is not None:
+                before_each()
+
+        benchmark.pedantic(
+            once,
+            rounds=rounds,
+            iterations=1,
+            warmup_rounds=warmup_rounds,
+            setup=setup if before_each is not None else None,
+        )
         # Warm-up rounds are not measured (pytest-benchmark discards them too).
         result = BenchmarkResult(rounds_done[warmup_rounds:] or rounds_done)
         benchmark.extra_info.update(result.extra_info())
