@@ -232,17 +232,13 @@ class _ReplayCluster(InMemoryCluster):
         self.evicted += 1
 
 
-def _events_pending(cluster: InMemoryCluster) -> bool:
-    return any(not w.queue.empty() for w in cluster._watchers)
-
-
 async def wait_idle(sched: Scheduler, cluster: InMemoryCluster, deadline: float) -> bool:
     """Wait until the scheduler has nothing left to do and no watch event is
     undelivered (see the module docstring); False when ``deadline`` (``perf_counter``)
     passes first."""
     calm = 0
     while time.perf_counter() < deadline:
-        if not _events_pending(cluster) and sched.quiescent():
+        if not cluster.undelivered() and sched.quiescent():
             calm += 1
             if calm >= 3:  # the loop went round with nothing to deliver or schedule
                 return True

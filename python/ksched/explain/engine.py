@@ -250,7 +250,6 @@ class _Work:
         self.rust: Any = None
         self.trace = _Trace()
         self.pre_rejected = False
-        self.expl: Explanation | None = None
 
     @property
     def extenders(self) -> list[Any]:

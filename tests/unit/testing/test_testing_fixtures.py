@@ -322,3 +322,29 @@ def test_the_readme_example_is_the_example_file() -> None:
     root = Path(__file__).resolve().parents[3]
     example = (root / "examples" / "user-suite" / "test_quickstart.py").read_text()
     assert f"```python\n{example}```" in (root / "README.md").read_text()
+
+
+BENCH_TEST = """
+def test_basic(ksched_benchmark):
+    ksched_benchmark("basic", nodes=50, pods=100, rounds=2)
+"""
+
+
+def test_pytest_benchmark_options_work_as_usual(tmp_path: Path) -> None:
+    """``--benchmark-json`` carries the fixture's extra_info; ``--benchmark-autosave``
+    then ``--benchmark-compare`` compares two runs, as with any pytest-benchmark test."""
+    import json
+
+    (tmp_path / "test_user_bench.py").write_text(BENCH_TEST)
+    storage = f"file://{tmp_path / 'storage'}"
+    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_user_bench.py",
+            f"--benchmark-storage={storage}"]  # fmt: skip
+    for extra in (["--benchmark-autosave", "--benchmark-json=run.json"], ["--benchmark-compare"]):
+        proc = subprocess.run(
+            [*base, *extra], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    info = json.loads((tmp_path / "run.json").read_text())["benchmarks"][0]["extra_info"]
+    assert info["workload"] == "basic" and info["placed"] == 100
+    assert len(info["pods_per_second_rounds"]) == 2
+    assert "0001_" in proc.stdout  # the saved run it compared against
