@@ -206,6 +206,10 @@ examples:
   ksched simulate --nodes 5000 --pods 10000       the scheduler on an embedded cluster
   ksched bench --workload basic --scale 0.1       the benchmark workloads, measured
   ksched run --config sched.yaml                  schedule a real cluster
+  ksched explain default/web-1 --node node-7      why a pod is pending, why not node-7
+  ksched replay cluster.json.zst --config a.yaml --config b.yaml
+                                                  a configuration change, A/B tested
+  ksched run --shadow --config sched.yaml         judge the active scheduler, write nothing
   ksched validate-config sched.yaml               the effective configuration
 
 'ksched COMMAND --help' explains each command's options."""
