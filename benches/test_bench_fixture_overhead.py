@@ -2,9 +2,10 @@
 5,000-node basic workload, in the same run.
 
 The rounds alternate — a ``ksched simulate`` run (the fixture's untimed ``before_each``),
-then a round of the fixture, seven times — so both see the same machine at the same
-moments; the medians of pods/s must be within 5% of each other (issue 22). Both
-figures and their ratio, with the load average, go to the benchmark's extra_info.
+then a round of the fixture, seven times (``KSCHED_BENCH_OVERHEAD_ROUNDS``) — so both
+see the same machine at the same moments; the medians of pods/s must be within 5% of
+each other (issue 22). Both figures and their ratio, with the load average, go to the
+benchmark's extra_info.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from collections.abc import Callable
 from ksched import simulate
 from ksched.testing import BenchmarkResult
 
-NODES, PODS, ROUNDS = 5000, 10000, 7
+NODES, PODS = 5000, 10000
+#: ``KSCHED_BENCH_OVERHEAD_ROUNDS``: more rounds steady the medians on a busy machine.
+ROUNDS = int(os.environ.get("KSCHED_BENCH_OVERHEAD_ROUNDS") or 7)
 
 
 def test_ksched_benchmark_is_within_5_percent_of_simulate(
