@@ -8,13 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ksched_gpu_memory import RESOURCE, TOTAL_LABEL, GPUFit
+
 from ksched.testing import (
     Cluster,
     assert_pods_per_node,
     assert_unschedulable_count,
     pod,
 )
-from ksched_gpu_memory import RESOURCE, TOTAL_LABEL, GPUFit
 
 CONFIG = Path(__file__).resolve().parents[1] / "scheduler-config.yaml"
 PLUGINS = {"GPUFit": GPUFit}
@@ -30,13 +31,17 @@ def gpu_cluster(cluster: Cluster) -> None:
     cluster.add_nodes(1, name="cpu-{i}")
 
 
-def test_a_large_request_goes_to_the_large_gpu(ksched_cluster: Cluster, ksched_scheduler: Any) -> None:
+def test_a_large_request_goes_to_the_large_gpu(
+    ksched_cluster: Cluster, ksched_scheduler: Any
+) -> None:
     gpu_cluster(ksched_cluster)
     out = ksched_scheduler(CONFIG, plugins=PLUGINS).schedule(gpu_pod("train", "40Gi"))
     assert out["train"] == "h100-0"
 
 
-def test_most_allocated_packs_small_requests(ksched_cluster: Cluster, ksched_scheduler: Any) -> None:
+def test_most_allocated_packs_small_requests(
+    ksched_cluster: Cluster, ksched_scheduler: Any
+) -> None:
     gpu_cluster(ksched_cluster)
     sched = ksched_scheduler(CONFIG, plugins=PLUGINS)
     out = sched.schedule([gpu_pod(f"infer-{i}", "8Gi") for i in range(3)])
@@ -62,7 +67,9 @@ def test_what_does_not_fit_is_explained(ksched_cluster: Cluster, ksched_schedule
     assert expl.failed_scheduling == out.message_of("huge")
 
 
-def test_gpufit_scores_appear_under_its_name(ksched_cluster: Cluster, ksched_scheduler: Any) -> None:
+def test_gpufit_scores_appear_under_its_name(
+    ksched_cluster: Cluster, ksched_scheduler: Any
+) -> None:
     gpu_cluster(ksched_cluster)
     expl = ksched_scheduler(CONFIG, plugins=PLUGINS).explain(gpu_pod("p", "8Gi"))
     scores = {v.node: {s.plugin: s for s in v.scores} for v in expl.nodes if v.scores}
@@ -72,5 +79,7 @@ def test_gpufit_scores_appear_under_its_name(ksched_cluster: Cluster, ksched_sch
 
 
 def test_pods_without_gpu_memory_are_not_slowed_down(ksched_benchmark: Any) -> None:
-    result = ksched_benchmark("basic", config=CONFIG, plugins=PLUGINS, nodes=200, pods=400, rounds=1)
+    result = ksched_benchmark(
+        "basic", config=CONFIG, plugins=PLUGINS, nodes=200, pods=400, rounds=1
+    )
     assert result.placed == 400

@@ -13,6 +13,7 @@ import pytest
 from ksched import cli
 from ksched.commands.common import CommandError
 from ksched.commands.explain import pods_from_manifests
+from ksched.plugins.taint_toleration import untolerated_taint_reason
 from ksched.recording import Recording
 from ksched.sim.workloads import make_node, make_pod
 
@@ -144,7 +145,7 @@ def test_table_and_why_not(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     code, out, _ = run(capsys, "-f", str(manifest), "--cluster", rec, "--node", "n2")
     assert code == 1
     assert out.startswith(
-        "n2 was rejected by TaintToleration: node(s) had untolerated taint {dedicated: gpu}"
+        f"n2 was rejected by TaintToleration: {untolerated_taint_reason('dedicated', 'gpu')}"
     )
 
 
