@@ -54,7 +54,13 @@ from ksched.explain.model import (
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.diagnosis import FitError
 from ksched.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY
-from ksched.framework.interface import DRY_RUN_KEY, MAX_NODE_SCORE, NOMINATING_KEY, NodeInfo
+from ksched.framework.interface import (
+    CORE_FILTER_KEY,
+    DRY_RUN_KEY,
+    MAX_NODE_SCORE,
+    NOMINATING_KEY,
+    NodeInfo,
+)
 from ksched.framework.runtime import Framework
 from ksched.framework.status import Code, Status
 from ksched.schedule_one import (
@@ -66,6 +72,7 @@ from ksched.schedule_one import (
 )
 
 if TYPE_CHECKING:
+    from ksched._core import CompiledPod
     from ksched.scheduler import Scheduler
 
 __all__ = [
@@ -124,7 +131,20 @@ def _framework(sched: Scheduler, pod: Pod, profile: str | None) -> tuple[Framewo
     if pod.scheduler_name != name:
         # Plugins find the pod's framework by its schedulerName (preemption does).
         pod = dataclasses.replace(pod, scheduler_name=name)
-    return fw, pod
+    # The framework a scheduling cycle of the pod runs (without the plugins that ignore
+    # it, e.g. DynamicResources for a pod without claims).
+    return fw.for_pod(pod), pod
+
+
+def kernel_pod(
+    fw: Framework, state: CycleState, pod: Pod, compiled: CompiledPod
+) -> tuple[CompiledPod, Status | None]:
+    """``compiled`` with the Kernel PreFilter plugins' requests attached (the volume
+    plugins': claims, storage classes, CSI limits), as a scheduling cycle prepares the
+    pod before its attempt, or the error status of a plugin that failed."""
+    if not fw.points.kernel_pre_filter:
+        return compiled, None
+    return fw.run_kernel_pre_filter(state, pod, compiled)
 
 
 def _saved(sched: Scheduler) -> Callable[[], None]:
@@ -146,9 +166,14 @@ def attempt_outcome_now(sched: Scheduler, fw: Framework, info: QueuedPodInfo) ->
     extender is interested in) and put the random states and start index back."""
     restore = _saved(sched)
     state = dry_run_state()
+    base = info.compiled
+    info.compiled, failed = kernel_pod(fw, state, info.pod, base)
     try:
+        if failed is not None:
+            return Outcome(None, failed, state)
         node, status, _ = _place(sched, fw, info, state)
     finally:
+        info.compiled = base
         restore()
     return Outcome(node, status, state)
 
@@ -160,13 +185,18 @@ async def attempt_outcome(sched: Scheduler, fw: Framework, info: QueuedPodInfo) 
         return attempt_outcome_now(sched, fw, info)
     restore = _saved(sched)
     state = dry_run_state()
+    base = info.compiled
+    info.compiled, failed = kernel_pod(fw, state, info.pod, base)
     try:
+        if failed is not None:
+            return Outcome(None, failed, state)
         deferred: list[Any] = []
         node, status, _ = await _place_with_extenders(sched, fw, info, state, 0.0, deferred)
         if deferred:
             fit, statuses = deferred[0]
             status = await _post_filter_async(fw, state, info, fit, statuses)
     finally:
+        info.compiled = base
         restore()
     return Outcome(node, status, state)
 
@@ -271,6 +301,15 @@ def _prepare(
             "the pod is being deleted: the scheduler skips it "
             f'("skip schedule deleting pod: {pod.key}")'
         )
+    driver = sched.group_driver(QueuedPodInfo(pod=pod, compiled=sched.compile(pod), timestamp=0.0))
+    if driver is not None:
+        need = driver.need(fw)
+        count = f" (at least {need} of them must fit)" if need is not None else ""
+        notes.append(
+            f"the pod belongs to pod group {driver.key}: the scheduler places its members "
+            f"together in a pod group cycle, all or nothing{count}; this explains the pod's "
+            "own attempt, on the cluster as it is"
+        )
     for plugin in fw.pre_enqueue_plugins:
         gate = plugin.pre_enqueue(pod)
         if gate is not None and not gate.is_success():
@@ -288,15 +327,25 @@ def _filters(w: _Work) -> None:
     kernels = fw.profile.kernels
     names: frozenset[str] | None = None
     pre_status: Status | None = None
+    compiled, failed = kernel_pod(fw, state, pod, w.compiled)
+    if failed is not None:
+        raise ExplainError(f"PreFilter failed for pod {pod.key}: {failed.message}")
     if fw.points.pre_filter:
         names, pre_status = fw.run_pre_filter(state, pod)
-    rust = snapshot.explain_attempt(w.compiled, kernels, sample=not w.all_nodes)
+    # DynamicResources' Filter runs in the core, with the allocator its PreFilter made.
+    dra = state.get(CORE_FILTER_KEY)
+    rust = snapshot.explain_attempt(compiled, kernels, sample=not w.all_nodes, dra=dra)
     if rust.nominated and fw.points.filter and pre_status is None:
         nominated = pod.nominated_node_name
         if fw.run_filter(state, pod, _node_info(sched, nominated)) is not None:
             rust = snapshot.explain_attempt(
-                w.compiled, kernels, sample=not w.all_nodes, use_nomination=False
+                compiled, kernels, sample=not w.all_nodes, use_nomination=False, dra=dra
             )
+    if dra is not None and dra.error:
+        w.notes.append(
+            f"DynamicResources' Filter failed ({dra.error}): the attempt fails with "
+            f'"running "DynamicResources" filter plugin: {dra.error}"'
+        )
     w.rust = rust
     w.trace = trace = _rust_trace(rust, kernels)
     if rust.nominated:

@@ -35,7 +35,7 @@ from ksched.api.pod import Pod, Toleration
 from ksched.explain.model import REJECTED, Explanation, NodeVerdict, Suggestion
 from ksched.framework.builtin_events import tolerates
 from ksched.framework.cycle_state import CycleState
-from ksched.framework.interface import DRY_RUN_KEY, NodeInfo
+from ksched.framework.interface import CORE_FILTER_KEY, DRY_RUN_KEY, NodeInfo
 from ksched.framework.runtime import Framework
 from ksched.plugins.default_preemption import DRY_RUN_CANDIDATE_KEY, Candidate
 
@@ -82,18 +82,29 @@ def _fits_on(nodes: list[str]) -> str:
 
 def feasible_with(sched: Scheduler, fw: Framework, pod: Pod) -> list[str]:
     """The nodes ``pod`` passes every filter of ``fw`` on (no sampling), in order."""
+    from ksched.explain.engine import kernel_pod
+
     snapshot = sched.cache.snapshot
-    trace = snapshot.explain_attempt(
-        sched.compile(pod), fw.profile.kernels, sample=False, use_nomination=False
-    )
-    feasible = [row[0] for row in trace.nodes if row[1] == "feasible"]
-    if not (fw.points.pre_filter or fw.points.filter):
-        return feasible
     state = CycleState()
     state.write(DRY_RUN_KEY, True)
-    names, status = fw.run_pre_filter(state, pod)
-    if status is not None:
+    compiled, failed = kernel_pod(fw, state, pod, sched.compile(pod))
+    if failed is not None:
         return []
+    names: frozenset[str] | None = None
+    if fw.points.pre_filter:
+        names, status = fw.run_pre_filter(state, pod)
+        if status is not None:
+            return []
+    trace = snapshot.explain_attempt(
+        compiled,
+        fw.profile.kernels,
+        sample=False,
+        use_nomination=False,
+        dra=state.get(CORE_FILTER_KEY),
+    )
+    feasible = [row[0] for row in trace.nodes if row[1] == "feasible"]
+    if not fw.points.filter and names is None:
+        return feasible
     if names is not None:
         feasible = [n for n in feasible if n in names]
     return [

@@ -17,7 +17,7 @@ from ksched.framework.builtins import default_plugins
 from ksched.framework.interface import CycleState, NodeInfo, Status
 from ksched.framework.profile import Profile, default_profile
 from ksched.framework.status import Code
-from ksched.plugins.taint_toleration import untolerated_taint_reason
+from ksched.plugins.taint_toleration import ERR_REASON_UNTOLERATED
 from ksched.readonly import READS, ReadOnlyClusterAPI
 from ksched.scheduler import Scheduler
 from ksched.shadow import (
@@ -153,7 +153,7 @@ async def test_ksched_unschedulable_and_ksched_only() -> None:
         await pair.settle(lambda: len(pair.shadow.decisions) == 1)
     (d,) = pair.shadow.decisions
     assert d.result == KSCHED_UNSCHEDULABLE and d.ksched_node is None
-    assert f"TaintToleration: {untolerated_taint_reason('dedicated', 'x')}" in d.detail
+    assert f"TaintToleration: {ERR_REASON_UNTOLERATED}" in d.detail
 
     c = cluster_with(3)
     strict = profile(plugins=(*default_plugins(), RejectAll()))
