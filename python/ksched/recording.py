@@ -3,7 +3,10 @@
 ``ksched record -o cluster.json.zst`` lists, through a :class:`~ksched.cluster.ClusterAPI`
 (the read-only one: :mod:`ksched.readonly`), every kind the scheduler and its plugins
 watch — the kinds of :data:`ksched.cluster.KIND_PATHS`: nodes, pods, namespaces, the
-workload controllers, PodDisruptionBudgets, the volume and DRA kinds, PriorityClasses —
+workload controllers, PodDisruptionBudgets, the volume kinds (PVs, PVCs, StorageClasses,
+CSINodes, CSIDrivers, CSIStorageCapacities, VolumeAttachments), the DRA kinds
+(ResourceSlices, DeviceClasses, ResourceClaims), the pod groups (scheduling.k8s.io
+PodGroups, scheduler-plugins' PodGroups and ElasticQuotas), PriorityClasses —
 and, with ``duration``, follows the pod and node watches for that long and keeps the
 arrivals (a pod or node added) and departures (deleted) with their time offsets. A
 kind the API server does not serve (or the recording identity may not list) is left
@@ -12,7 +15,8 @@ those kinds: they are never read.
 
 Pods are stripped to what scheduling uses (:func:`strip_pod`): the fields
 :class:`ksched.api.pod.Pod` parses, the owner references that give default spreading
-its selector, the volume sources the volume plugins read and the resource claims.
+its selector, the volume sources the volume plugins and ImageLocality read, the resource
+claims and the pod group (``spec.schedulingGroup``).
 Containers keep their name, image, resources, host ports and restart policy; commands,
 environment, probes, mounts, annotations and the like are dropped. Every object loses
 ``metadata.managedFields`` and the ``kubectl.kubernetes.io/last-applied-configuration``
@@ -43,6 +47,8 @@ from typing import Any, get_args
 import orjson
 import zstandard
 
+from ksched.api.csi_translation import PLUGINS as CSI_PLUGINS
+from ksched.api.volume import DISK_SOURCES
 from ksched.cluster import KIND_PATHS, APIError, ClusterAPI, Gone, Kind
 
 __all__ = [
@@ -231,6 +237,7 @@ _POD_SPEC = (
     "resources",
     "runtimeClassName",
     "resourceClaims",
+    "schedulingGroup",
     "terminationGracePeriodSeconds",
     "hostNetwork",
 )
@@ -239,21 +246,18 @@ _PORT = ("containerPort", "hostPort", "hostIP", "protocol")
 _POD_STATUS = ("phase", "conditions", "nominatedNodeName", "startTime",
                "resourceClaimStatuses", "extendedResourceClaimStatus")  # fmt: skip
 _CONTAINER_STATUS = ("name", "allocatedResources", "resources")
-#: Volume sources whose contents the volume plugins read (claims, inline CSI and the
-#: in-tree disks VolumeRestrictions and NodeVolumeLimits count); other sources keep
-#: only their type.
+#: Volume sources whose contents the scheduler reads: claims and generic ephemeral
+#: volumes, inline CSI, the in-tree disks VolumeRestrictions compares and the in-tree
+#: sources CSI translation counts (NodeVolumeLimits, VolumeZone), image volumes
+#: (ImageLocality); other sources keep only their type.
 _VOLUME_SOURCES_KEPT = frozenset(
     {
         "persistentVolumeClaim",
         "ephemeral",
         "csi",
-        "gcePersistentDisk",
-        "awsElasticBlockStore",
-        "azureDisk",
-        "cinder",
-        "rbd",
-        "iscsi",
-        "portworxVolume",
+        "image",
+        *DISK_SOURCES,
+        *(source for source, _ in CSI_PLUGINS.values()),
     }
 )
 

@@ -6,8 +6,12 @@ For each configuration a fresh embedded cluster (:mod:`ksched.sim`) gets the
 recording's objects (:func:`ksched.sim.recorded.load_recording`): the nodes, the pods
 bound to them, the pods that were pending. The whole scheduler, built from the
 configuration exactly as ``ksched run`` builds it (profiles, out-of-tree plugins,
-extenders, backoffs), then schedules the pending pods; the recorded arrivals and
-departures follow in their recorded order.
+extenders, backoffs, the feature gates of ``--feature-gates``: pod groups need the
+workload gates), then schedules the pending pods; the recorded arrivals and departures
+follow in their recorded order. Volumes, claims and pod groups are part of the
+recording; the PV controller and provisioner a cluster runs beside its scheduler are
+stood in for by :mod:`ksched.sim.volume_controller`, so claims VolumeBinding binds get
+bound.
 
 Determinism. The replay runs in *virtual time*: each arrival is applied only once the
 scheduler has nothing left to do (no pod in activeQ or backoffQ, in an attempt, being
@@ -45,8 +49,14 @@ import numpy as np
 import orjson
 
 from ksched import aio
+from ksched.config import (
+    DEFAULT_FEATURE_GATES,
+    FeatureGates,
+    KubeSchedulerConfiguration,
+    load_config,
+    load_config_bytes,
+)
 from ksched.config import Extender as ExtenderConfig
-from ksched.config import KubeSchedulerConfiguration, load_config
 from ksched.framework.extender import build_extenders
 from ksched.framework.profile import DEFAULT_SCHEDULER_NAME, Profile, default_profile
 from ksched.framework.registry import default_registry
@@ -54,6 +64,7 @@ from ksched.plugins.default_preemption import label_selector_matcher
 from ksched.profiles import build_profiles
 from ksched.recording import Recording
 from ksched.scheduler import Scheduler
+from ksched.sim import volume_controller
 from ksched.sim.cluster import InMemoryCluster
 from ksched.sim.recorded import apply_arrival, load_recording
 
@@ -71,6 +82,8 @@ __all__ = [
 
 Obj = dict[str, Any]
 
+_EMPTY_CONFIG = b"apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
 #: Resources whose per-node utilization is reported.
 RESOURCES = ("cpu", "memory")
 
@@ -83,11 +96,16 @@ class ReplayConfig:
 
     label: str
     config: KubeSchedulerConfiguration | None = None
+    #: The feature gates (``--feature-gates``): pod groups need the workload gates.
+    gates: FeatureGates = DEFAULT_FEATURE_GATES
 
     def profiles(self) -> dict[str, Profile]:
         if self.config is None:
-            return {DEFAULT_SCHEDULER_NAME: default_profile()}
-        return build_profiles(self.config, default_registry())
+            if self.gates == DEFAULT_FEATURE_GATES:
+                return {DEFAULT_SCHEDULER_NAME: default_profile()}
+            cfg = load_config_bytes(_EMPTY_CONFIG, gates=self.gates)
+            return build_profiles(cfg, default_registry(), gates=self.gates)
+        return build_profiles(self.config, default_registry(), gates=self.gates)
 
     @property
     def extenders(self) -> Sequence[ExtenderConfig]:
@@ -102,20 +120,25 @@ class ReplayConfig:
         return float(self.config.pod_max_backoff_seconds or 10) if self.config else 10.0
 
 
-def load_replay_config(path: str, label: str | None = None) -> ReplayConfig:
-    """A KubeSchedulerConfiguration file, validated with the installed plugins (its
-    profiles are built once here too, so a bad one fails now). Raises
+def load_replay_config(
+    path: str, label: str | None = None, *, gates: FeatureGates = DEFAULT_FEATURE_GATES
+) -> ReplayConfig:
+    """A KubeSchedulerConfiguration file, validated with the installed plugins and
+    ``gates`` (its profiles are built once here too, so a bad one fails now). Raises
     :class:`~ksched.config.ConfigError`, :class:`~ksched.profiles.ProfileError`."""
     registry = default_registry()
     cfg: KubeSchedulerConfiguration = load_config(
-        path, extra_plugins=registry.names(), extension_points=registry.extension_points()
+        path,
+        extra_plugins=registry.names(),
+        extension_points=registry.extension_points(),
+        gates=gates,
     )
-    build_profiles(cfg, registry)
-    return ReplayConfig(label=label or Path(path).stem, config=cfg)
+    build_profiles(cfg, registry, gates=gates)
+    return ReplayConfig(label=label or Path(path).stem, config=cfg, gates=gates)
 
 
-def default_replay_config() -> ReplayConfig:
-    return ReplayConfig("default")
+def default_replay_config(gates: FeatureGates = DEFAULT_FEATURE_GATES) -> ReplayConfig:
+    return ReplayConfig("default", gates=gates)
 
 
 @dataclass(slots=True)
@@ -235,13 +258,32 @@ class _ReplayCluster(InMemoryCluster):
 async def wait_idle(sched: Scheduler, cluster: InMemoryCluster, deadline: float) -> bool:
     """Wait until the scheduler has nothing left to do and no watch event is
     undelivered (see the module docstring); False when ``deadline`` (``perf_counter``)
-    passes first."""
+    passes first.
+
+    Pods that only ever go back to backoffQ (a pod group short of room whose members
+    no plugin rejects: upstream retries them after their backoff, with no cluster event)
+    would keep the scheduler busy for good: once every pod in backoffQ has been retried
+    with nothing bound meanwhile, the same cluster fails them again, and the wait ends
+    there too."""
     calm = 0
+    #: (pods bound, backoffQ pods' attempts) when only backoffQ was left.
+    stalled: tuple[int, dict[str, int]] | None = None
     while time.perf_counter() < deadline:
-        if not cluster.undelivered() and sched.quiescent():
+        if cluster.undelivered():
+            calm, stalled = 0, None
+        elif sched.quiescent():
             calm += 1
             if calm >= 3:  # the loop went round with nothing to deliver or schedule
                 return True
+        elif sched.quiescent(backoff=False):
+            calm = 0
+            bound, attempts = sched.stats.bound, sched.queue.backoff_attempts()
+            if stalled is None or stalled[0] != bound:
+                stalled = (bound, attempts)
+            elif all(attempts.get(uid, n + 1) > n for uid, n in stalled[1].items()):
+                return True
+            await asyncio.sleep(0.01)
+            continue
         else:
             calm = 0
         await asyncio.sleep(0 if calm or not sched.quiescent() else 0.0005)
@@ -263,11 +305,14 @@ async def replay(
         pod_initial_backoff=config.pod_initial_backoff,
         pod_max_backoff=config.pod_max_backoff,
         extenders=build_extenders(config.extenders),
+        feature_gates=config.gates,
     )
     notes = list(rec.notes)
     deadline = time.perf_counter() + timeout
     await sched.start()
     loop_task = asyncio.get_running_loop().create_task(sched.run())
+    # The PV controller and provisioner a cluster runs beside its scheduler.
+    volumes = asyncio.get_running_loop().create_task(volume_controller.run(cluster))
     busy = 0.0
     try:
         t0 = time.perf_counter()
@@ -288,7 +333,8 @@ async def replay(
     finally:
         await sched.shutdown()
         loop_task.cancel()
-        await asyncio.gather(loop_task, return_exceptions=True)
+        volumes.cancel()
+        await asyncio.gather(loop_task, volumes, return_exceptions=True)
     return _result(config.label, sched, cluster, tracked, busy, notes)
 
 

@@ -3,7 +3,9 @@
 :func:`load_scheduler_config` loads a KubeSchedulerConfiguration exactly as ``ksched
 run --config`` does (the installed out-of-tree plugins are known; no file: the
 defaults), and :func:`scheduler_parts` builds its profiles and extenders with the same
-functions. :func:`open_cluster` opens the cluster a command reads:
+functions, for the feature gates of ``--feature-gates`` (:func:`gates_of`: kube-scheduler's
+syntax and checks; the workload gates turn on pod groups, StorageCapacityScoring the
+volume capacity score). :func:`open_cluster` opens the cluster a command reads:
 
 * a live API server (``--kubeconfig``/``--master``), always through
   :class:`~ksched.readonly.ReadOnlyClusterAPI`, so nothing a command runs can write;
@@ -21,7 +23,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ksched.cluster import APIError, ClusterAPI
-from ksched.config import KubeSchedulerConfiguration, load_config, load_config_bytes
+from ksched.config import (
+    DEFAULT_FEATURE_GATES,
+    FeatureGates,
+    KubeSchedulerConfiguration,
+    load_config,
+    load_config_bytes,
+)
+from ksched.config.features import FeatureGate, FeatureGateError
 from ksched.framework.extender import HTTPExtender, build_extenders
 from ksched.framework.profile import Profile
 from ksched.framework.registry import default_registry
@@ -32,6 +41,8 @@ from ksched.recording import Recording
 __all__ = [
     "ClusterSource",
     "add_cluster_arguments",
+    "add_gate_arguments",
+    "gates_of",
     "load_scheduler_config",
     "open_cluster",
     "scheduler_parts",
@@ -44,24 +55,54 @@ class CommandError(Exception):
     """A command cannot run; the message says why (exit status 2)."""
 
 
-def load_scheduler_config(path: str | None) -> KubeSchedulerConfiguration:
-    """The config at ``path`` (or the defaults), validated with the installed plugins.
-    Raises :class:`~ksched.config.ConfigError`."""
+def add_gate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--feature-gates",
+        action="append",
+        default=[],
+        metavar="A=true,B=false",
+        help="feature gates, as kube-scheduler's --feature-gates (repeatable); e.g. "
+        "GenericWorkload=true,GangScheduling=true for pod groups",
+    )
+
+
+def gates_of(args: argparse.Namespace) -> FeatureGates:
+    """The :class:`~ksched.config.FeatureGates` of ``--feature-gates`` (v1.36's defaults
+    without it). Raises :class:`CommandError` with kube-scheduler's message."""
+    values = getattr(args, "feature_gates", None) or []
+    if not values:
+        return DEFAULT_FEATURE_GATES
+    try:
+        gate = FeatureGate.from_flags(values)
+    except FeatureGateError as exc:
+        raise CommandError(f"--feature-gates: {exc}") from exc
+    gate.log_not_acted_on()
+    return gate.config_gates()
+
+
+def load_scheduler_config(
+    path: str | None, gates: FeatureGates = DEFAULT_FEATURE_GATES
+) -> KubeSchedulerConfiguration:
+    """The config at ``path`` (or the defaults), validated with the installed plugins
+    and ``gates``. Raises :class:`~ksched.config.ConfigError`."""
     registry = default_registry()
     if not path:
-        return load_config_bytes(_EMPTY_CONFIG)
+        return load_config_bytes(_EMPTY_CONFIG, gates=gates)
     return load_config(
-        path, extra_plugins=registry.names(), extension_points=registry.extension_points()
+        path,
+        extra_plugins=registry.names(),
+        extension_points=registry.extension_points(),
+        gates=gates,
     )
 
 
 def scheduler_parts(
-    cfg: KubeSchedulerConfiguration,
+    cfg: KubeSchedulerConfiguration, gates: FeatureGates = DEFAULT_FEATURE_GATES
 ) -> tuple[dict[str, Profile], list[HTTPExtender]]:
     """The profiles and extenders ``ksched run`` would build from ``cfg``. Raises
     :class:`~ksched.profiles.ProfileError` or
     :class:`~ksched.framework.extender.ExtenderError`."""
-    return build_profiles(cfg), build_extenders(cfg.extenders)
+    return build_profiles(cfg, gates=gates), build_extenders(cfg.extenders)
 
 
 def add_cluster_arguments(p: argparse.ArgumentParser) -> None:

@@ -45,6 +45,8 @@ from ksched.cluster import APIError
 from ksched.commands.common import (
     CommandError,
     add_cluster_arguments,
+    add_gate_arguments,
+    gates_of,
     load_scheduler_config,
     open_cluster,
     scheduler_parts,
@@ -101,6 +103,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--limit", type=int, default=20, help="table rows per outcome group (0: every node)"
     )
+    add_gate_arguments(p)
     add_cluster_arguments(p)
     p.set_defaults(func=main)
 
@@ -238,10 +241,11 @@ async def _main(args: argparse.Namespace) -> int:
 
     if bool(args.pod) == bool(args.filename):
         raise CommandError("give one pod: NAMESPACE/POD or -f FILE")
-    cfg = load_scheduler_config(args.config)
-    profiles, extenders = scheduler_parts(cfg)
+    gates = gates_of(args)
+    cfg = load_scheduler_config(args.config, gates)
+    profiles, extenders = scheduler_parts(cfg, gates)
     source = await open_cluster(args, cfg, mode="ksched explain")
-    sched = Scheduler(source.api, profiles, extenders=extenders)
+    sched = Scheduler(source.api, profiles, extenders=extenders, feature_gates=gates)
     try:
         await sched.start()
         if args.filename:

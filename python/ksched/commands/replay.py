@@ -21,7 +21,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from ksched.commands.common import CommandError, recording_of
+from ksched.commands.common import CommandError, add_gate_arguments, gates_of, recording_of
 
 __all__ = ["add_parser", "main"]
 
@@ -49,6 +49,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="FILE",
         help="a KubeSchedulerConfiguration to replay under (repeatable)",
     )
+    add_gate_arguments(p)
     p.add_argument("--seed", type=int, default=1, help="seed of the tie-breaks (default 1)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per configuration")
     p.add_argument("--json", default="", metavar="FILE", help="write the results as JSON")
@@ -70,13 +71,16 @@ def main(args: argparse.Namespace) -> int:
         rec = recording_of(args)
         assert rec is not None
         paths = args.config or []
+        gates = gates_of(args)
         stems = Counter(Path(p).stem for p in paths)
         configs = [
             replay.load_replay_config(
-                p, Path(p).stem if stems[Path(p).stem] == 1 else f"{i + 1}:{Path(p).stem}"
+                p,
+                Path(p).stem if stems[Path(p).stem] == 1 else f"{i + 1}:{Path(p).stem}",
+                gates=gates,
             )
             for i, p in enumerate(paths)
-        ] or [replay.default_replay_config()]
+        ] or [replay.default_replay_config(gates)]
     except (CommandError, ConfigError, ProfileError, RecordingError, WorkloadError) as exc:
         print(f"ksched replay: {exc}", file=sys.stderr)
         return 2

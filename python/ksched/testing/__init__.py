@@ -4,7 +4,10 @@ plugin's fixtures (:mod:`ksched.testing.pytest_plugin`).
 * :class:`Cluster` — an embedded cluster built from code or YAML (nodes from templates
   with counts, zones and labels; existing pods; namespaces, budgets, volumes, claims;
   workload files and ``ksched simulate`` workloads by name; recordings); :func:`node`
-  and :func:`pod` build the objects.
+  and :func:`pod` build the objects, and so do :func:`storage_class`,
+  :func:`persistent_volume`, :func:`persistent_volume_claim`, :func:`device_class`,
+  :func:`resource_slice`, :func:`resource_claim` and :func:`pod_group` for the volume,
+  DynamicResources and gang plugins.
 * :class:`EmbeddedScheduler` — the real scheduler on it with a KubeSchedulerConfiguration
   and out-of-tree plugins: ``schedule(pods)`` → :class:`ScheduleOutcome` (placements,
   FailedScheduling messages), ``explain(pod)`` → :class:`Explanation` (``ksched
@@ -38,7 +41,18 @@ if TYPE_CHECKING:
         assert_utilization,
     )
     from ksched.testing.benchmark import BenchmarkResult, Round, run_workload
-    from ksched.testing.cluster import Cluster, node, pod
+    from ksched.testing.cluster import (
+        Cluster,
+        device_class,
+        node,
+        persistent_volume,
+        persistent_volume_claim,
+        pod,
+        pod_group,
+        resource_claim,
+        resource_slice,
+        storage_class,
+    )
     from ksched.testing.controlplane import ControlPlane
     from ksched.testing.scheduler import EmbeddedScheduler, ScheduleOutcome
 
@@ -59,9 +73,16 @@ __all__ = [
     "assert_spread_skew",
     "assert_unschedulable_count",
     "assert_utilization",
+    "device_class",
     "node",
+    "persistent_volume",
+    "persistent_volume_claim",
     "pod",
+    "pod_group",
+    "resource_claim",
+    "resource_slice",
     "run_workload",
+    "storage_class",
 ]
 
 _WHERE = {
@@ -81,6 +102,13 @@ _WHERE = {
     "Cluster": "ksched.testing.cluster",
     "node": "ksched.testing.cluster",
     "pod": "ksched.testing.cluster",
+    "device_class": "ksched.testing.cluster",
+    "persistent_volume": "ksched.testing.cluster",
+    "persistent_volume_claim": "ksched.testing.cluster",
+    "pod_group": "ksched.testing.cluster",
+    "resource_claim": "ksched.testing.cluster",
+    "resource_slice": "ksched.testing.cluster",
+    "storage_class": "ksched.testing.cluster",
     "ControlPlane": "ksched.testing.controlplane",
     "EmbeddedScheduler": "ksched.testing.scheduler",
     "ScheduleOutcome": "ksched.testing.scheduler",

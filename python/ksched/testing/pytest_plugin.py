@@ -61,7 +61,11 @@ def ksched_cluster() -> Cluster:
 @pytest.fixture
 def ksched_scheduler(ksched_cluster: Cluster) -> Iterator[Callable[..., EmbeddedScheduler]]:
     """``ksched_scheduler(config=None, *, cluster=None, plugins=None, seed=1,
-    timeout=120)``: the real scheduler on ``ksched_cluster`` (or ``cluster``)."""
+    timeout=120, feature_gates=None, volume_controller=True)``: the real scheduler on
+    ``ksched_cluster`` (or ``cluster``); ``feature_gates`` as kube-scheduler's
+    ``--feature-gates`` (``"GenericWorkload=true,GangScheduling=true"`` for pod groups);
+    ``volume_controller`` binds the claims VolumeBinding chose volumes for
+    (:mod:`ksched.sim.volume_controller`)."""
     from ksched.testing.scheduler import EmbeddedScheduler
 
     started: list[EmbeddedScheduler] = []
@@ -73,6 +77,8 @@ def ksched_scheduler(ksched_cluster: Cluster) -> Iterator[Callable[..., Embedded
         plugins: Any = None,
         seed: int = 1,
         timeout: float = 120.0,
+        feature_gates: Any = None,
+        volume_controller: bool = True,
     ) -> EmbeddedScheduler:
         sched = EmbeddedScheduler(
             cluster if cluster is not None else ksched_cluster,
@@ -80,6 +86,8 @@ def ksched_scheduler(ksched_cluster: Cluster) -> Iterator[Callable[..., Embedded
             plugins=plugins,
             seed=seed,
             timeout=timeout,
+            feature_gates=feature_gates,
+            volume_controller=volume_controller,
         )
         started.append(sched)
         return sched

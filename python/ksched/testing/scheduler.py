@@ -18,7 +18,12 @@ plain blocking calls, from synchronous tests and from ``async`` ones alike:
   attempt, node by node, binding nothing (:class:`~ksched.explain.Explanation`).
 
 Placements are reproducible for a ``seed`` (the snapshot's tie-breaks and Python's
-``random``, as ``ksched replay --seed``).
+``random``, as ``ksched replay --seed``). ``feature_gates`` takes kube-scheduler's
+``--feature-gates`` values (pod groups need ``GenericWorkload=true,GangScheduling=true``);
+beside the scheduler runs what kube-controller-manager's PV controller and a
+provisioner do with the volumes VolumeBinding's PreBind chose
+(:mod:`ksched.sim.volume_controller`; ``volume_controller=False`` turns it off), so a pod with
+an unbound claim binds as on a real cluster.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import copy
 import random
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -37,14 +42,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import yaml
 
 if TYPE_CHECKING:
-    from ksched.config import KubeSchedulerConfiguration
+    from ksched.config import FeatureGates, KubeSchedulerConfiguration
     from ksched.explain import Explanation
     from ksched.framework.registry import Registry
     from ksched.scheduler import Scheduler
     from ksched.testing.assertions import Placement
     from ksched.testing.cluster import Cluster
 
-__all__ = ["EmbeddedScheduler", "ScheduleOutcome", "load_config_and_registry"]
+__all__ = [
+    "EmbeddedScheduler",
+    "GateValues",
+    "ScheduleOutcome",
+    "feature_gates_of",
+    "load_config_and_registry",
+]
 
 T = TypeVar("T")
 Obj = dict[str, Any]
@@ -52,14 +63,38 @@ Obj = dict[str, Any]
 _HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 
 
+#: ``feature_gates``: kube-scheduler's ``--feature-gates`` text (``"A=true,B=false"``,
+#: or several such), or gate name → value.
+GateValues = str | Sequence[str] | Mapping[str, bool]
+
+
+def feature_gates_of(values: GateValues | None) -> FeatureGates:
+    """The :class:`~ksched.config.FeatureGates` the scheduler reads for ``values``, with
+    kube-scheduler's checks (unknown gates, unmet dependencies raise
+    :class:`~ksched.config.features.FeatureGateError`)."""
+    from ksched.config import DEFAULT_FEATURE_GATES
+    from ksched.config.features import FeatureGate
+
+    if not values:
+        return DEFAULT_FEATURE_GATES
+    if isinstance(values, Mapping):
+        flags = [",".join(f"{k}={str(bool(v)).lower()}" for k, v in values.items())]
+    elif isinstance(values, str):
+        flags = [values]
+    else:
+        flags = list(values)
+    return FeatureGate.from_flags(flags).config_gates()
+
+
 def load_config_and_registry(
     config: str | Path | Mapping[str, Any] | KubeSchedulerConfiguration | None,
     plugins: Mapping[str, Any] | None = None,
+    gates: FeatureGates | None = None,
 ) -> tuple[KubeSchedulerConfiguration, Registry]:
-    """The configuration (loaded and validated as ``ksched run --config`` does) and the
-    plugin registry: the installed plugins, and ``plugins`` (name → factory) over them.
-    Raises :class:`~ksched.config.ConfigError` naming every problem."""
-    from ksched.config import KubeSchedulerConfiguration, load_config_bytes
+    """The configuration (loaded and validated as ``ksched run --config`` does, for
+    ``gates``) and the plugin registry: the installed plugins, and ``plugins`` (name →
+    factory) over them. Raises :class:`~ksched.config.ConfigError` naming every problem."""
+    from ksched.config import DEFAULT_FEATURE_GATES, KubeSchedulerConfiguration, load_config_bytes
     from ksched.framework.registry import Registry, default_registry
 
     registry = Registry([e for e in default_registry() if e.name not in (plugins or {})])
@@ -77,7 +112,8 @@ def load_config_and_registry(
         data, source = path.read_bytes(), str(path)
     else:
         data, source = config.encode(), "<yaml>"
-    return load_config_bytes(data, source, **extra), registry  # type: ignore[arg-type]
+    cfg = load_config_bytes(data, source, gates=gates or DEFAULT_FEATURE_GATES, **extra)  # type: ignore[arg-type]
+    return cfg, registry
 
 
 @dataclass(slots=True)
@@ -126,13 +162,17 @@ class EmbeddedScheduler:
         plugins: Mapping[str, Any] | None = None,
         seed: int = 1,
         timeout: float = 120.0,
+        feature_gates: GateValues | None = None,
+        volume_controller: bool = True,
     ) -> None:
         from ksched.framework.extender import build_extenders
         from ksched.profiles import build_profiles
 
         self.cluster = cluster
         self.timeout = timeout
-        self.config, self.registry = load_config_and_registry(config, plugins)
+        #: The feature gates the scheduler runs with (``feature_gates``).
+        self.gates = gates = feature_gates_of(feature_gates)
+        self.config, self.registry = load_config_and_registry(config, plugins, gates)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="ksched-embedded-scheduler", daemon=True
@@ -148,14 +188,21 @@ class EmbeddedScheduler:
             random.seed(seed)
             sched = Scheduler(
                 cluster.api,
-                build_profiles(cfg, self.registry),
+                build_profiles(cfg, self.registry, gates=gates),
                 seed=seed,
+                feature_gates=gates,
                 pod_initial_backoff=float(cfg.pod_initial_backoff_seconds or 1),
                 pod_max_backoff=float(cfg.pod_max_backoff_seconds or 10),
                 extenders=build_extenders(cfg.extenders),
             )
             await sched.start()
-            self._task = asyncio.get_running_loop().create_task(sched.run())
+            loop = asyncio.get_running_loop()
+            self._task = loop.create_task(sched.run())
+            self._volumes: asyncio.Task[None] | None = None
+            if volume_controller:
+                from ksched.sim.volume_controller import run as run_volume_controller
+
+                self._volumes = loop.create_task(run_volume_controller(cluster.api))
             return sched
 
         try:
@@ -283,8 +330,10 @@ class EmbeddedScheduler:
             sched = getattr(self, "scheduler", None)
             if sched is not None:
                 await sched.shutdown()
-                self._task.cancel()
-                await asyncio.gather(self._task, return_exceptions=True)
+                tasks = [t for t in (self._task, self._volumes) if t is not None]
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
 
         try:
             if getattr(self, "scheduler", None) is not None:

@@ -144,9 +144,7 @@ def test_table_and_why_not(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "NodeResourcesFit: Insufficient cpu" in out
     code, out, _ = run(capsys, "-f", str(manifest), "--cluster", rec, "--node", "n2")
     assert code == 1
-    assert out.startswith(
-        f"n2 was rejected by TaintToleration: {ERR_REASON_UNTOLERATED}"
-    )
+    assert out.startswith(f"n2 was rejected by TaintToleration: {ERR_REASON_UNTOLERATED}")
 
 
 def test_a_generated_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
