@@ -43,7 +43,11 @@ What shadow mode cannot see: the active scheduler's start index and tie-breaks (
 took pods of different priorities or pods it retried (the model above is exact for
 pods of one priority at their first attempt); the log line of a ``different`` gives
 both nodes' per-plugin scores, so such a case shows. Scheduler extenders are not
-called in shadow mode (a configuration with extenders is refused).
+called in shadow mode (a configuration with extenders is refused). A member of a pod
+group is judged on its own, as ``ksched explain`` explains it (the active scheduler
+placed its group all or nothing, in one cycle). The volume plugins and DynamicResources
+run as in a scheduling cycle; their PostFilter and PreBind never run (nothing is
+deallocated, bound or provisioned).
 """
 
 from __future__ import annotations
