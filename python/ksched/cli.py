@@ -139,7 +139,7 @@ def _add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         metavar="A=true,B=false",
         help="feature gates; ksched uses CoordinatedLeaderElection, StorageCapacityScoring, "
         "GenericWorkload, GangScheduling and TopologyAwareWorkloadScheduling (all default "
-        "false; WorkloadAwarePreemption is refused)",
+        "false; WorkloadAwarePreemption is refused) and DRAExtendedResource (default true)",
     )
     serving = p.add_argument_group("secure serving and delegated authentication")
     serving.add_argument("--bind-address", default="0.0.0.0", help="address of the HTTPS endpoints")

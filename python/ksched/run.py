@@ -129,6 +129,8 @@ LEADER_WATCHDOG_TOLERANCE = 20.0
 #: Feature gates ``ksched run`` knows (others are accepted and ignored, with a warning).
 FEATURE_GATES = {
     "CoordinatedLeaderElection": False,
+    # Extended resources backed by DRA (beta in v1.36, on by default).
+    "DRAExtendedResource": True,
     # VolumeBinding's storage capacity score (alpha in v1.36).
     "StorageCapacityScoring": False,
     # Workload-aware scheduling (alpha in v1.36): the Workload/PodGroup API, gang

@@ -4,7 +4,11 @@
 //! the pod requests nothing, cpu, memory, ephemeral-storage and every scalar resource the
 //! pod requests, each failing resource adding its own reason ("Insufficient cpu").
 //! Extended resources listed in `ignoredResources`, or whose domain prefix is in
-//! `ignoredResourceGroups`, are not checked.
+//! `ignoredResourceGroups`, are not checked. With DRAExtendedResource (beta, on in
+//! v1.36) a scalar request whose name some DeviceClass maps to
+//! (`Snapshot::dra_extended`) is not checked on a node whose allocatable has none of it:
+//! DynamicResources allocates devices for it there (upstream
+//! `shouldDelegateResourceToDRA`).
 //!
 //! Score (upstream `resourceAllocationScorer`): per configured resource, allocatable and
 //! requested-after-placement, where cpu and memory use the *non-zero* requests (100m/200Mi
@@ -168,6 +172,17 @@ pub struct FilterState {
     /// `(column, amount)` of the checked requests, in upstream's check order.
     pub checks: Vec<(usize, i64)>,
     pub requests_nothing: bool,
+    /// Per entry of `checks` (empty when none is): the resource is mapped to a
+    /// DeviceClass, so a node with allocatable 0 leaves it to DynamicResources.
+    pub dra: Vec<bool>,
+}
+
+impl FilterState {
+    /// Whether check `j` is left to DynamicResources on a node with `alloc` of it.
+    #[inline]
+    fn delegated(&self, j: usize, alloc: i64) -> bool {
+        alloc <= 0 && self.dra.get(j).copied().unwrap_or(false)
+    }
 }
 
 pub fn prefilter(snap: &mut Snapshot, pod: &CompiledPod, args: &FitArgs) -> FilterState {
@@ -197,10 +212,16 @@ pub fn prefilter(snap: &mut Snapshot, pod: &CompiledPod, args: &FitArgs) -> Filt
     let requests_nothing = fixed.is_empty() && scalars.is_empty();
     fixed.sort_by_key(|&(c, _)| c);
     scalars.sort();
+    let mut dra = Vec::new();
+    if !snap.dra_extended.is_empty() && scalars.iter().any(|(n, _, _)| snap.dra_extended.contains(n)) {
+        dra = vec![false; fixed.len()];
+        dra.extend(scalars.iter().map(|(n, _, _)| snap.dra_extended.contains(n)));
+    }
     fixed.extend(scalars.into_iter().map(|(_, c, a)| (c, a)));
     FilterState {
         checks: fixed,
         requests_nothing,
+        dra,
     }
 }
 
@@ -294,6 +315,9 @@ pub fn filter(
     if !st.requests_nothing {
         for (j, &(col, amount)) in st.checks.iter().enumerate() {
             let alloc = snap.allocatable[col][i];
+            if st.delegated(j, alloc) {
+                continue;
+            }
             let requested = snap.requested[col][i] - freed.of(col) + added.of(col);
             if amount > alloc - requested {
                 mask |= 1u64 << (j + 1).min(63);
@@ -320,6 +344,9 @@ fn filter_as_is(snap: &Snapshot, st: &FilterState, slot: u32) -> Option<(bool, u
     if !st.requests_nothing {
         for (j, &(col, amount)) in st.checks.iter().enumerate() {
             let alloc = snap.allocatable[col][i];
+            if st.delegated(j, alloc) {
+                continue;
+            }
             if amount > alloc - snap.requested[col][i] {
                 mask |= 1u64 << (j + 1).min(63);
                 unresolvable |= amount > alloc;
