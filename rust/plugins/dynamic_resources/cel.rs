@@ -40,8 +40,11 @@
 //! expression and reported by the allocator the way upstream reports it
 //! ("CEL compile error: compilation failed: ERROR: <input>:1:8: ...").
 //!
-//! **Differences from cel-go a user can meet.** Kubernetes' URL, IP, CIDR, regex
-//! (`find`, `findAll`), list (`isSorted`, `sum`, `min`, `max`, `indexOf`,
+//! Kubernetes' regex library (`find`, `findAll`, on the `regex` crate, RE2-like as Go's
+//! `regexp`) is here too.
+//!
+//! **Differences from cel-go a user can meet.** Kubernetes' URL, IP, CIDR, list
+//! (`isSorted`, `sum`, `min`, `max`, `indexOf`,
 //! `lastIndexOf`) and format libraries are not provided: an expression using them fails
 //! when first evaluated, with the crate's "no such overload"-style message, where
 //! upstream evaluates it. The checker covers the errors of [`super::celcheck`], so a
@@ -58,7 +61,7 @@ use std::sync::{Arc, Mutex};
 use cel::common::ast::{ComprehensionExpr, Expr, ListExpr};
 use cel::common::traits::{Container, Indexer};
 use cel::common::types::{
-    CelBool, CelDouble, CelInt, CelMap, CelMapKey, CelString, Type, MAP_TYPE,
+    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelString, Type, MAP_TYPE,
 };
 use cel::common::value::{CowVal, StaticVal, Val};
 use cel::parser::Macro;
@@ -372,7 +375,50 @@ fn sets_intersects<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, 
     Ok(CowVal::owned(CelBool::from(verdict)))
 }
 
+// ---- Kubernetes' regex library (find, findAll) -----------------------------------------------
+
+fn regex_of(pattern: &str) -> Result<regex::Regex, ExecutionError> {
+    regex::Regex::new(pattern)
+        .map_err(|e| ExecutionError::function_error("find", format!("Illegal regex: {e}")))
+}
+
+fn re_find(s: &CelString<'_>, pattern: &CelString<'_>) -> Result<CelString<'static>, ExecutionError> {
+    let re = regex_of(pattern.inner())?;
+    Ok(CelString::from(
+        re.find(s.inner()).map_or(String::new(), |m| m.as_str().to_string()),
+    ))
+}
+
+fn find_all(s: &str, pattern: &str, n: i64) -> Result<CelList<'static>, ExecutionError> {
+    let re = regex_of(pattern)?;
+    let limit = if n < 0 { usize::MAX } else { n as usize };
+    let found: Vec<Box<dyn Val>> = re
+        .find_iter(s)
+        .take(limit)
+        .map(|m| Box::new(CelString::from(m.as_str().to_string())) as Box<dyn Val>)
+        .collect();
+    Ok(CelList::from(found))
+}
+
+fn re_find_all(
+    s: &CelString<'_>,
+    pattern: &CelString<'_>,
+) -> Result<CelList<'static>, ExecutionError> {
+    find_all(s.inner(), pattern.inner(), -1)
+}
+
+fn re_find_all_n(
+    s: &CelString<'_>,
+    pattern: &CelString<'_>,
+    n: &CelInt,
+) -> Result<CelList<'static>, ExecutionError> {
+    find_all(s.inner(), pattern.inner(), i64::from(*n))
+}
+
 fn sets_library(env: &mut Env) -> Result<(), cel::DeclarationError> {
+    cel::add_member_overload!(env, fn re_find: (CelString, CelString) -> Result<CelString>, name = "find")?;
+    cel::add_member_overload!(env, fn re_find_all: (CelString, CelString) -> Result<CelList>, name = "findAll")?;
+    cel::add_member_overload!(env, fn re_find_all_n: (CelString, CelString, CelInt) -> Result<CelList>, name = "findAll")?;
     use cel::common::types::LIST_TYPE;
     let lists = || vec![LIST_TYPE, LIST_TYPE];
     env.add_overload(
@@ -422,6 +468,9 @@ fn build_env() -> Env {
 struct DomainMap {
     domains: HashMap<String, CelMap<'static>>,
     empty: CelMap<'static>,
+    /// The same domains as a plain map: iterating (`device.attributes.exists(d, ...)`)
+    /// and `size()` see the domains the device has.
+    full: CelMap<'static>,
 }
 
 impl Val for DomainMap {
@@ -448,6 +497,15 @@ impl Val for DomainMap {
     }
     fn as_container(&self) -> Option<&dyn Container> {
         Some(self)
+    }
+    fn as_iterable<'b, 'v>(&'b self) -> Option<&'b (dyn cel::common::traits::Iterable + 'v)>
+    where
+        Self: 'v,
+    {
+        self.full.as_iterable()
+    }
+    fn as_sizer(&self) -> Option<&dyn cel::common::traits::Sizer> {
+        self.full.as_sizer()
     }
 }
 
@@ -533,9 +591,18 @@ pub fn device_variable(driver: &str, device: &Device) -> Result<CelMap<'static>,
             Box::new(CelQuantity(cap.value.clone())),
         );
     }
-    let domains = |m: HashMap<String, HashMap<CelMapKey<'static>, Box<dyn Val>>>| DomainMap {
-        domains: m.into_iter().map(|(k, v)| (k, CelMap::from(v))).collect(),
-        empty: CelMap::default(),
+    let domains = |m: HashMap<String, HashMap<CelMapKey<'static>, Box<dyn Val>>>| {
+        let domains: HashMap<String, CelMap<'static>> =
+            m.into_iter().map(|(k, v)| (k, CelMap::from(v))).collect();
+        let full: HashMap<CelMapKey<'static>, Box<dyn Val>> = domains
+            .iter()
+            .map(|(k, v)| (CelMapKey::from(k.clone()), v.clone_as_boxed()))
+            .collect();
+        DomainMap {
+            domains,
+            empty: CelMap::default(),
+            full: CelMap::from(full),
+        }
     };
     let mut fields: HashMap<CelMapKey<'static>, Box<dyn Val>> = HashMap::new();
     fields.insert(
@@ -918,6 +985,10 @@ device.attributes["dra.example.com"]["version"].isGreaterThan(semver("0.0.1"))
                 CompileError("undeclared reference to 'math.greatest' (in container '')"),
             ),
             ("sets", "sets.contains([1, 2, 3], [2, 3]) && !sets.intersects([1], [2])", "", none(), Match(true)),
+            (
+                "regex-find", r#"device.attributes["dra.example.com"].services.find("[a-z]+") == "some" && "a1b22".findAll("[0-9]+") == ["1", "22"]"#,
+                d, attrs(json!({"services": {"string": "some_example_value"}})), Match(true),
+            ),
         ];
         for (name, expr, driver, device, want) in cases {
             run(name, expr, driver, device, want);
