@@ -213,9 +213,17 @@ pub fn prefilter(snap: &mut Snapshot, pod: &CompiledPod, args: &FitArgs) -> Filt
     fixed.sort_by_key(|&(c, _)| c);
     scalars.sort();
     let mut dra = Vec::new();
-    if !snap.dra_extended.is_empty() && scalars.iter().any(|(n, _, _)| snap.dra_extended.contains(n)) {
+    if !snap.dra_extended.is_empty()
+        && scalars
+            .iter()
+            .any(|(n, _, _)| snap.dra_extended.contains(n))
+    {
         dra = vec![false; fixed.len()];
-        dra.extend(scalars.iter().map(|(n, _, _)| snap.dra_extended.contains(n)));
+        dra.extend(
+            scalars
+                .iter()
+                .map(|(n, _, _)| snap.dra_extended.contains(n)),
+        );
     }
     fixed.extend(scalars.into_iter().map(|(_, c, a)| (c, a)));
     FilterState {

@@ -155,7 +155,12 @@ CASES: list[tuple[str, int, bool, list[tuple[str, dict[str, str]]]]] = [
         "init-sidecar-and-app",
         4,
         True,
-        [("init", {"RES": "2"}), ("sidecar", {"RES": "1"}), ("init", {"RES": "3"}), ("app", {"RES": "1"})],
+        [
+            ("init", {"RES": "2"}),
+            ("sidecar", {"RES": "1"}),
+            ("init", {"RES": "3"}),
+            ("app", {"RES": "1"}),
+        ],
     ),
     ("more-than-the-devices", 1, True, [("app", {"RES": "2"})]),
     ("no-class-for-the-name", 1, False, [("app", {"RES": "1"})]),
@@ -173,7 +178,9 @@ async def sides(cluster: Cluster, upstream: None) -> AsyncIterator[dict[str, Sid
             await side.cleanup()
 
 
-@pytest.mark.parametrize(("name", "devices", "explicit", "containers"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("name", "devices", "explicit", "containers"), CASES, ids=[c[0] for c in CASES]
+)
 async def test_same_outcome_as_kube_scheduler(
     kubeconfig: Any,
     cluster: Cluster,

@@ -439,7 +439,7 @@ def instantiate(
     suffix: str = "",
 ) -> Obj:
     """A copy of ``template`` named ``<generateName><index><suffix>``."""
-    obj = fill_index(copy.deepcopy(template), index)
+    obj: Obj = fill_index(copy.deepcopy(template), index)
     meta = obj.setdefault("metadata", {})
     prefix = meta.pop("generateName", None) or f"{str(obj.get('kind', 'obj')).lower()}-"
     meta["name"] = f"{prefix}{index}{suffix}"

@@ -46,6 +46,7 @@ Mapped = Callable[[str], bool]
 def _never(name: str) -> bool:
     return False
 
+
 NAME = "NodeResourcesFit"
 REASON_TOO_MANY_PODS = "Too many pods"
 DEFAULT_WEIGHT = 1
@@ -73,9 +74,7 @@ def _fits_empty_node(pod: Pod, node: Node, mapped: Mapped = _never) -> bool:
     return True
 
 
-def _requested_resources_increased(
-    pod: Pod, old: Node, new: Node, mapped: Mapped = _never
-) -> bool:
+def _requested_resources_increased(pod: Pod, old: Node, new: Node, mapped: Mapped = _never) -> bool:
     if new.allocatable.get("pods", 0) > old.allocatable.get("pods", 0):
         return True
     for name, amount in pod.requests.items():

@@ -212,7 +212,10 @@ fn normalize_semver_text(text: &str) -> Result<semver::Version, String> {
     }
     parse_semver_text(&parts.join("."))
 }
-fn make_semver_normalized(s: &CelString<'_>, normalize: &CelBool) -> Result<CelSemver, ExecutionError> {
+fn make_semver_normalized(
+    s: &CelString<'_>,
+    normalize: &CelBool,
+) -> Result<CelSemver, ExecutionError> {
     let parsed = if *normalize.inner() {
         normalize_semver_text(s.inner())
     } else {
@@ -324,11 +327,13 @@ fn kubernetes_library(env: &mut Env) -> Result<(), cel::DeclarationError> {
 
 // ---- cel-go's ext.Sets -----------------------------------------------------------------
 
-fn list_items<'a>(v: &'a dyn Val) -> Result<Vec<&'a dyn Val>, ExecutionError> {
-    let it = v.as_iterable().ok_or_else(|| ExecutionError::UnexpectedType {
-        got: v.get_type().name().to_owned(),
-        want: "list".to_owned(),
-    })?;
+fn list_items(v: &dyn Val) -> Result<Vec<&dyn Val>, ExecutionError> {
+    let it = v
+        .as_iterable()
+        .ok_or_else(|| ExecutionError::UnexpectedType {
+            got: v.get_type().name().to_owned(),
+            want: "list".to_owned(),
+        })?;
     let mut out = Vec::new();
     let mut items = it.iter();
     while let Some(x) = items.next() {
@@ -382,10 +387,14 @@ fn regex_of(pattern: &str) -> Result<regex::Regex, ExecutionError> {
         .map_err(|e| ExecutionError::function_error("find", format!("Illegal regex: {e}")))
 }
 
-fn re_find(s: &CelString<'_>, pattern: &CelString<'_>) -> Result<CelString<'static>, ExecutionError> {
+fn re_find(
+    s: &CelString<'_>,
+    pattern: &CelString<'_>,
+) -> Result<CelString<'static>, ExecutionError> {
     let re = regex_of(pattern.inner())?;
     Ok(CelString::from(
-        re.find(s.inner()).map_or(String::new(), |m| m.as_str().to_string()),
+        re.find(s.inner())
+            .map_or(String::new(), |m| m.as_str().to_string()),
     ))
 }
 
@@ -807,7 +816,9 @@ mod compile_tests {
         let compiled = cache.get_or_compile(expr);
         match want {
             Want::CompileError(text) => {
-                let err = compiled.error().unwrap_or_else(|| panic!("{name}: compiled"));
+                let err = compiled
+                    .error()
+                    .unwrap_or_else(|| panic!("{name}: compiled"));
                 assert!(err.contains(text), "{name}: {err}");
             }
             Want::Match(m) => {

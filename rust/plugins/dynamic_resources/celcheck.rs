@@ -262,7 +262,10 @@ impl Checker {
         if !namespaced && !is_operator(name) && !KNOWN_FUNCTIONS.contains(&name) {
             let bare = name.rsplit('.').next().unwrap_or(name);
             if !(name.contains('.') && KNOWN_FUNCTIONS.contains(&bare)) {
-                return self.report(id, format!("undeclared reference to '{name}' (in container '')"));
+                return self.report(
+                    id,
+                    format!("undeclared reference to '{name}' (in container '')"),
+                );
             }
         }
         if namespaced {
@@ -303,11 +306,7 @@ impl Checker {
                     if !a.open() && !b.open() {
                         return overload_error(self, &[a, b]);
                     }
-                } else if !a.open()
-                    && !b.open()
-                    && a != b
-                    && !(a.numeric() && b.numeric())
-                {
+                } else if !(a.open() || b.open() || a == b || (a.numeric() && b.numeric())) {
                     return overload_error(self, &[a, b]);
                 }
                 Ty::Bool
@@ -337,7 +336,11 @@ impl Checker {
                 }
                 let ok = match name {
                     "_+_" => {
-                        (a == b && matches!(a, Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Bytes))
+                        (a == b
+                            && matches!(
+                                a,
+                                Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Bytes
+                            ))
                             || matches!((a, b), (Ty::List(_), Ty::List(_)))
                     }
                     "_%_" => a == b && matches!(a, Ty::Int | Ty::Uint),
@@ -350,7 +353,11 @@ impl Checker {
                     return Ty::Dyn;
                 }
                 if let (Ty::List(x), Ty::List(y)) = (a, b) {
-                    return if x == y { a.clone() } else { Ty::List(Box::new(Ty::Dyn)) };
+                    return if x == y {
+                        a.clone()
+                    } else {
+                        Ty::List(Box::new(Ty::Dyn))
+                    };
                 }
                 a.clone()
             }
@@ -385,9 +392,11 @@ impl Checker {
             }
             ("add" | "sub", Some(Ty::Quantity), _) => Ty::Quantity,
             ("asApproximateFloat", Some(Ty::Quantity), _) => Ty::Double,
-            ("lowerAscii" | "upperAscii" | "trim" | "replace" | "substring", Some(Ty::String), _) => {
-                Ty::String
-            }
+            (
+                "lowerAscii" | "upperAscii" | "trim" | "replace" | "substring",
+                Some(Ty::String),
+                _,
+            ) => Ty::String,
             ("indexOf" | "lastIndexOf", Some(Ty::String), _) => Ty::Int,
             ("int", None, [_]) => Ty::Int,
             ("uint", None, [_]) => Ty::Uint,
@@ -406,33 +415,152 @@ impl Checker {
 /// not listed.
 const KNOWN_FUNCTIONS: &[&str] = &[
     // standard library (and macros, which the parser expands)
-    "size", "matches", "contains", "startsWith", "endsWith", "int", "uint", "double",
-    "string", "bytes", "bool", "type", "dyn", "duration", "timestamp", "has", "all",
-    "exists", "exists_one", "existsOne", "map", "filter", "getFullYear", "getMonth",
-    "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek", "getHours", "getMinutes",
-    "getSeconds", "getMilliseconds",
+    "size",
+    "matches",
+    "contains",
+    "startsWith",
+    "endsWith",
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bytes",
+    "bool",
+    "type",
+    "dyn",
+    "duration",
+    "timestamp",
+    "has",
+    "all",
+    "exists",
+    "exists_one",
+    "existsOne",
+    "map",
+    "filter",
+    "getFullYear",
+    "getMonth",
+    "getDayOfYear",
+    "getDayOfMonth",
+    "getDate",
+    "getDayOfWeek",
+    "getHours",
+    "getMinutes",
+    "getSeconds",
+    "getMilliseconds",
     // ext.Strings (version 2)
-    "charAt", "indexOf", "lastIndexOf", "lowerAscii", "upperAscii", "replace", "split",
-    "substring", "trim", "join", "quote", "format",
+    "charAt",
+    "indexOf",
+    "lastIndexOf",
+    "lowerAscii",
+    "upperAscii",
+    "replace",
+    "split",
+    "substring",
+    "trim",
+    "join",
+    "quote",
+    "format",
     // Kubernetes regex, lists, URL, IP, CIDR, format, quantity and semver libraries
-    "find", "findAll", "isSorted", "sum", "min", "max", "url", "isURL", "getScheme",
-    "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery", "ip", "isIP",
-    "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast",
-    "isGlobalUnicast", "isCanonical", "cidr", "isCIDR", "containsIP", "containsCIDR",
-    "prefixLength", "masked", "named", "validate", "dns1123Label", "dns1123Subdomain",
-    "dns1035Label", "qualifiedName", "dns1123LabelPrefix", "dns1123SubdomainPrefix",
-    "dns1035LabelPrefix", "labelValue", "uri", "uuid", "byte", "date", "datetime",
-    "quantity", "isQuantity", "sign", "isGreaterThan", "isLessThan", "compareTo", "add",
-    "sub", "isInteger", "asInteger", "asApproximateFloat", "semver", "isSemver", "major",
-    "minor", "patch",
+    "find",
+    "findAll",
+    "isSorted",
+    "sum",
+    "min",
+    "max",
+    "url",
+    "isURL",
+    "getScheme",
+    "getHost",
+    "getHostname",
+    "getPort",
+    "getEscapedPath",
+    "getQuery",
+    "ip",
+    "isIP",
+    "family",
+    "isUnspecified",
+    "isLoopback",
+    "isLinkLocalMulticast",
+    "isLinkLocalUnicast",
+    "isGlobalUnicast",
+    "isCanonical",
+    "cidr",
+    "isCIDR",
+    "containsIP",
+    "containsCIDR",
+    "prefixLength",
+    "masked",
+    "named",
+    "validate",
+    "dns1123Label",
+    "dns1123Subdomain",
+    "dns1035Label",
+    "qualifiedName",
+    "dns1123LabelPrefix",
+    "dns1123SubdomainPrefix",
+    "dns1035LabelPrefix",
+    "labelValue",
+    "uri",
+    "uuid",
+    "byte",
+    "date",
+    "datetime",
+    "quantity",
+    "isQuantity",
+    "sign",
+    "isGreaterThan",
+    "isLessThan",
+    "compareTo",
+    "add",
+    "sub",
+    "isInteger",
+    "asInteger",
+    "asApproximateFloat",
+    "semver",
+    "isSemver",
+    "major",
+    "minor",
+    "patch",
     // Kubernetes authorizer library (declared, whatever the variables)
-    "path", "group", "serviceAccount", "resource", "subresource", "namespace", "name",
-    "check", "allowed", "reason", "errored", "error", "fieldSelector", "labelSelector",
+    "path",
+    "group",
+    "serviceAccount",
+    "resource",
+    "subresource",
+    "namespace",
+    "name",
+    "check",
+    "allowed",
+    "reason",
+    "errored",
+    "error",
+    "fieldSelector",
+    "labelSelector",
     // ext.Sets, ext.Lists (version 3), two-variable comprehensions, optionals, bindings
-    "equivalent", "intersects", "range", "slice", "flatten", "distinct", "reverse",
-    "sort", "sortBy", "first", "last", "transformList", "transformMap",
-    "transformMapEntry", "of", "ofNonZeroValue", "none", "hasValue", "value", "or",
-    "orValue", "optMap", "optFlatMap", "bind",
+    "equivalent",
+    "intersects",
+    "range",
+    "slice",
+    "flatten",
+    "distinct",
+    "reverse",
+    "sort",
+    "sortBy",
+    "first",
+    "last",
+    "transformList",
+    "transformMap",
+    "transformMapEntry",
+    "of",
+    "ofNonZeroValue",
+    "none",
+    "hasValue",
+    "value",
+    "or",
+    "orValue",
+    "optMap",
+    "optFlatMap",
+    "bind",
 ];
 
 fn is_operator(name: &str) -> bool {

@@ -324,6 +324,10 @@ impl DraDevices {
 /// readiness, then an allocation of the pending claims on the node. Runs in the core's
 /// node loop (any thread); what it learns is kept for Python's Score, Reserve and
 /// PostFilter.
+/// What Filter found on one node: an AllocationResult JSON per pending claim, and the
+/// mask of the extended claim's variant used there.
+type NodeResults = (Vec<String>, Option<usize>);
+
 /// The `extended` argument of [`DraDevices::allocator`].
 type ExtendedArg = (Vec<(String, bool)>, Vec<Vec<u8>>, bool, bool);
 
@@ -349,7 +353,7 @@ pub struct DraFilter {
     timeout: Option<Duration>,
     /// node -> AllocationResult JSON per pending claim, and the mask of the extended
     /// claim's variant used there.
-    results: Mutex<HashMap<String, (Vec<String>, Option<usize>)>>,
+    results: Mutex<HashMap<String, NodeResults>>,
     /// Allocated claims that were not available on some node (PostFilter).
     unavailable: Mutex<BTreeSet<usize>>,
     /// Reasons of ErrFailedAllocationOnNode rejections (a detail indexes them).

@@ -89,7 +89,9 @@ RES_INIT_IMPLICIT = {GPU: 1, GPU + "init": 2, IMPLICIT_INIT: 2}
     ("pod", "extended", "mapping", "want"),
     [
         pytest.param(POD1, {}, {}, [], id="nil"),
-        pytest.param(POD1, RES, DEV_MAP, [("container-0-request-0", "class", 1)], id="one resource match"),
+        pytest.param(
+            POD1, RES, DEV_MAP, [("container-0-request-0", "class", 1)], id="one resource match"
+        ),
         pytest.param(
             POD1,
             RES2,
@@ -142,9 +144,7 @@ def test_create_requests(
     pod: Obj, extended: dict[str, int], mapping: dict[str, str], want: list[tuple[str, str, int]]
 ) -> None:
     requests, _ = create_requests_and_mappings(pod, extended, cache_of(mapping))
-    got = [
-        (r["name"], r["exactly"]["deviceClassName"], r["exactly"]["count"]) for r in requests
-    ]
+    got = [(r["name"], r["exactly"]["deviceClassName"], r["exactly"]["count"]) for r in requests]
     assert got == want
     assert all(r["exactly"]["allocationMode"] == "ExactCount" for r in requests)
 
@@ -160,7 +160,10 @@ def cer(container: str, resource: str, request: str) -> tuple[str, str, str]:
             POD1,
             RES2,
             DEV_MAP2,
-            [cer("con0", GPU, "container-0-request-0"), cer("con0", GPU + "1", "container-0-request-1")],
+            [
+                cer("con0", GPU, "container-0-request-0"),
+                cer("con0", GPU + "1", "container-0-request-1"),
+            ],
             id="one container, two requests",
         ),
         pytest.param(
@@ -177,7 +180,10 @@ def cer(container: str, resource: str, request: str) -> tuple[str, str, str]:
             POD2,
             RES2,
             DEV_MAP2,
-            [cer("con0", GPU, "container-0-request-0"), cer("con1", GPU + "1", "container-1-request-0")],
+            [
+                cer("con0", GPU, "container-0-request-0"),
+                cer("con1", GPU + "1", "container-1-request-0"),
+            ],
             id="two containers, two requests",
         ),
         pytest.param(
@@ -339,9 +345,7 @@ Q, S = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
         pytest.param(
             gpu_pod(), dclass("gpu"), dclass("gpu", GPU), Q, id="update-adds-the-requested-name"
         ),
-        pytest.param(
-            gpu_pod(), dclass("gpu", GPU), dclass("gpu", GPU), S, id="update-same-name"
-        ),
+        pytest.param(gpu_pod(), dclass("gpu", GPU), dclass("gpu", GPU), S, id="update-same-name"),
     ],
 )
 def test_fit_device_class_hint(pod: Pod, old: Obj | None, new: Obj, want: QueueingHint) -> None:
@@ -479,7 +483,9 @@ async def test_without_a_class_the_request_is_a_device_plugin_resource() -> None
     async with Running(c):
         c.create("pods", pod_asking("p", {GPU: "1"}))
         await wait_for(lambda: bool(notes(c, "p")))
-        assert notes(c, "p")[0].startswith("0/1 nodes are available: 1 Insufficient example.com/gpu.")
+        assert notes(c, "p")[0].startswith(
+            "0/1 nodes are available: 1 Insufficient example.com/gpu."
+        )
         # The class arrives: NodeResourcesFit's DeviceClass hint queues the pod.
         c.create("deviceclasses", gpu_class())
         await wait_for(lambda: node_of(c, "p") == "n0")

@@ -416,9 +416,7 @@ class DynamicResources:
         ext_arg = None
         if extended is not None:
             ext_arg = self._extended_filter(pod, s, extended, backed, extended_pending)
-        in_flight = (
-            [(k, orjson.dumps(a)) for k, a in self.tracker.in_flight()] if s.pending else []
-        )
+        in_flight = [(k, orjson.dumps(a)) for k, a in self.tracker.in_flight()] if s.pending else []
         try:
             s.allocator = self.devices.allocator(
                 to_allocate, in_flight, allocated, self.filter_timeout, ext_arg
@@ -477,9 +475,7 @@ class DynamicResources:
                 )
                 resources = [(n, b and n in names) for n, b in resources]
             for mask in range(1 << len(names)):
-                wanted = {
-                    n: pod.requests[n] for bit, n in enumerate(names) if mask & (1 << bit)
-                }
+                wanted = {n: pod.requests[n] for bit, n in enumerate(names) if mask & (1 << bit)}
                 reqs, maps = create_requests_and_mappings(pod.raw, wanted, classes)
                 variant = with_requests(claim, reqs)
                 s.variants.append(variant)
@@ -547,8 +543,8 @@ class DynamicResources:
         extended = s.extended
         for index in candidates:
             claim = s.claims[index]
-            if claim is extended:
-                if not is_special_claim(claim):
+            if extended is not None and claim is extended:
+                if not is_special_claim(extended):
                     break  # deleted below
                 continue
             reserved = reserved_for(claim)

@@ -44,6 +44,7 @@ __all__ = ["ClaimTracker", "NotInCache"]
 class NotInCache(ValueError):
     """The claim is not in the cache (yet): upstream ``assumecache.ErrNotFound``."""
 
+
 #: ``on_allocation(namespace/name, status.allocation or None)``.
 AllocationHandler = Callable[[str, Obj | None], None]
 

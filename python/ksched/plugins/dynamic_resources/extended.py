@@ -33,7 +33,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from ksched.api.quantity import QuantityError, parse_quantity
+from ksched.api.errors import QuantityError
+from ksched.api.quantity import parse_quantity
 from ksched.api.resources import is_extended_resource_name
 
 Obj = dict[str, Any]
