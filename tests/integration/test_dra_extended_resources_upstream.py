@@ -146,8 +146,13 @@ async def outcome(cluster: Cluster, scheduler: str, name: str) -> Any:
     return None
 
 
+#: Cases whose node also has a device plugin for the resource (its allocatable).
+DEVICE_PLUGIN = {"device-plugin-node": "1", "device-plugin-node-too-small": "1"}
+
 #: (name, devices on the node, class has the explicit name, containers)
 CASES: list[tuple[str, int, bool, list[tuple[str, dict[str, str]]]]] = [
+    ("device-plugin-node", 2, True, [("app", {"RES": "1"})]),
+    ("device-plugin-node-too-small", 2, True, [("app", {"RES": "2"})]),
     ("explicit-name", 2, True, [("app", {"RES": "1"})]),
     ("implicit-name-two-devices", 3, False, [("app", {"IMPLICIT": "2"})]),
     ("two-containers", 3, True, [("app", {"RES": "1"}), ("app", {"RES": "2"})]),
@@ -191,7 +196,12 @@ async def test_same_outcome_as_kube_scheduler(
     containers: list[tuple[str, dict[str, str]]],
 ) -> None:
     node = f"ext-{uuid.uuid4().hex[:6]}"
-    await cluster.create_nodes([make_node(node, cpu="8", memory="32Gi")])
+    node_obj = make_node(node, cpu="8", memory="32Gi")
+    if name in DEVICE_PLUGIN:
+        for side in sides.values():
+            node_obj["status"]["allocatable"][side.resource] = DEVICE_PLUGIN[name]
+            node_obj["status"]["capacity"][side.resource] = DEVICE_PLUGIN[name]
+    await cluster.create_nodes([node_obj])
     for side in sides.values():
         await side.setup(node, devices, explicit)
     async with Running(str(kubeconfig), config(profiles=("ksched",))):
@@ -219,8 +229,11 @@ async def test_same_outcome_as_kube_scheduler(
             text = text.replace(k, v)
         return text
 
-    want = "failed" if name in ("more-than-the-devices", "no-class-for-the-name") else "bound"
+    failing = ("more-than-the-devices", "no-class-for-the-name", "device-plugin-node-too-small")
+    want = "failed" if name in failing else "bound"
     assert results["upstream"][0] == want, results["upstream"]
-    if want == "bound":
+    if name == "device-plugin-node":
+        assert results["upstream"] == ("bound", None)  # no claim: the device plugin's
+    elif want == "bound":
         assert results["upstream"][1] == "true"  # the claim PreBind created
     assert normalized(results["ksched"]) == normalized(results["upstream"])
