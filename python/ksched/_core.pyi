@@ -216,7 +216,8 @@ class DraDevices:
         in_flight: list[tuple[str, bytes]] = ...,
         allocated: list[tuple[int, bytes | None, bool]] = ...,
         timeout: float | None = None,
-        extended: tuple[list[tuple[str, bool]], list[bytes], bool, bool] | None = None,
+        extended: tuple[list[tuple[str, bool]], list[bytes], bool, bool, list[tuple[str, str]]]
+        | None = None,
     ) -> DraAllocator:
         """DynamicResources' Filter for one pod and attempt: ``claims`` (``(ns/name,
         JSON)`` of each unallocated claim) allocated with every allocated claim's devices
@@ -225,7 +226,8 @@ class DraDevices:
         unavailable everywhere)``); ``timeout`` bounds one node's allocation.
         ``extended`` is the pod's claim for extended resources backed by DRA:
         ``(resources (name, backed), variant claim JSON per mask of the backed ones,
-        the earlier claim has requests, the pod names no claim itself)``."""
+        the earlier claim has requests, the pod names no claim itself, (resource,
+        DeviceClass) of the backed ones)``."""
     def compile_error(self, expression: str) -> str | None:
         """The compile error of a CEL selector; None when it compiles."""
 

@@ -232,7 +232,9 @@ impl DraDevices {
         }
         let mut variant_claims = Vec::new();
         let mut ext = None;
-        if let Some((resources, variants, prior, no_user_claims)) = extended {
+        let mut ext_classes = HashMap::new();
+        if let Some((resources, variants, prior, no_user_claims, classes)) = extended {
+            ext_classes = classes.into_iter().collect();
             let backed = resources.iter().filter(|(_, b)| *b).count();
             if !variants.is_empty() && variants.len() != 1usize << backed.min(16) {
                 return Err(PyValueError::new_err(format!(
@@ -295,6 +297,7 @@ impl DraDevices {
                 .collect(),
             prior,
             no_user_claims,
+            classes: ext_classes,
         });
         Ok(DraAllocator {
             inner: Arc::new(DraFilter {
@@ -306,6 +309,7 @@ impl DraDevices {
                 unavailable: Mutex::new(BTreeSet::new()),
                 reasons: Mutex::new(Vec::new()),
                 error: Mutex::new(None),
+                totals: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -328,8 +332,17 @@ impl DraDevices {
 /// mask of the extended claim's variant used there.
 type NodeResults = (Vec<String>, Option<usize>);
 
+/// `(allocatable, allocated)` devices of a DRA-backed extended resource on a node.
+type Totals = Option<(i64, i64)>;
+
 /// The `extended` argument of [`DraDevices::allocator`].
-type ExtendedArg = (Vec<(String, bool)>, Vec<Vec<u8>>, bool, bool);
+type ExtendedArg = (
+    Vec<(String, bool)>,
+    Vec<Vec<u8>>,
+    bool,
+    bool,
+    Vec<(String, String)>,
+);
 
 /// DynamicResources' per-node handling of the pod's claim for extended resources backed
 /// by DRA (upstream `filterExtendedResources`).
@@ -343,6 +356,8 @@ pub struct ExtendedFilter {
     /// The claim from an earlier cycle has requests: no node can use it.
     prior: bool,
     no_user_claims: bool,
+    /// Extended resource name → the DeviceClass it maps to (scoring).
+    classes: HashMap<String, String>,
 }
 
 pub struct DraFilter {
@@ -360,6 +375,8 @@ pub struct DraFilter {
     reasons: Mutex<Vec<String>>,
     /// A claim or class is broken, or allocation timed out: the attempt fails.
     error: Mutex<Option<String>>,
+    /// `(resource, node)` → the DRA totals NodeResourcesFit scores with.
+    totals: Mutex<HashMap<(String, String), Totals>>,
 }
 
 /// Reject details: fixed reasons, an error, or an index into `reasons` from here on.
@@ -560,6 +577,38 @@ impl DraFilter {
         if e.is_none() {
             *e = Some(msg);
         }
+    }
+
+    /// NodeResourcesFit's and BalancedAllocation's allocatable and allocated amounts of
+    /// extended resource `resource` on node `slot` when DRA backs it (upstream
+    /// `calculateDRAExtendedResourceAllocatableRequest`); None when it is not the pod's
+    /// or the totals cannot be computed (upstream then scores it as absent).
+    pub fn extended_totals(
+        &self,
+        resource: &str,
+        snap: &Snapshot,
+        slot: u32,
+    ) -> Option<(i64, i64)> {
+        let ext = self.extended.as_ref()?;
+        let class = ext.classes.get(resource)?;
+        let alloc = ext.variants.first().or(self.allocator.as_ref())?;
+        let name = &*snap.names[slot as usize];
+        let key = (resource.to_string(), name.to_string());
+        if let Some(v) = self.totals.lock().expect("totals lock").get(&key) {
+            return *v;
+        }
+        let labels = SlotLabels { snap, slot };
+        let v = alloc
+            .extended_totals(
+                class,
+                &NodeInput {
+                    name,
+                    labels: &labels,
+                },
+            )
+            .ok();
+        self.totals.lock().expect("totals lock").insert(key, v);
+        v
     }
 
     /// The reason string of a rejection's detail.

@@ -610,3 +610,61 @@ def test_fit_node_hint_delegates_mapped_resources(
         (lambda name: name == GPU) if mapped else (lambda name: False),
     )
     assert got is want
+
+
+# ---- NodeResourcesFit scores DRA-backed extended resources ---------------------------------
+
+FIT_SCORING = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources:
+        - {name: example.com/gpu, weight: 1}
+"""
+
+
+def allocated_claim(name: str, node: str, device_name: str) -> Obj:
+    return {
+        "metadata": {"name": name, "namespace": "other"},
+        "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}},
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "r", "driver": DRIVER, "pool": node, "device": device_name}
+                    ]
+                }
+            }
+        },
+    }
+
+
+@pytest.mark.parametrize("busy", [0, 3], ids=["n0-idle", "n0-three-of-four-taken"])
+async def test_most_allocated_counts_the_class_devices_where_dra_backs_the_resource(
+    busy: int,
+) -> None:
+    from ksched.config.load import load_config_bytes
+    from ksched.profiles import build_profiles
+
+    profiles = build_profiles(load_config_bytes(FIT_SCORING.encode()))
+    c = InMemoryCluster()
+    c.create("deviceclasses", gpu_class())
+    for n in ("n0", "n1"):
+        c.create("nodes", make_node(n, cpu="8", memory="32Gi"))
+        c.create("resourceslices", gpus(n, 4))
+    for i in range(busy):
+        c.create("resourceclaims", allocated_claim(f"taken-{i}", "n0", f"gpu-{i}"))
+    if busy == 0:
+        # n1 is the busier one: MostAllocated (4 devices there, 3 taken) prefers it.
+        for i in range(3):
+            c.create("resourceclaims", allocated_claim(f"taken-{i}", "n1", f"gpu-{i}"))
+    async with Running(c, profiles=profiles):
+        c.create("pods", pod_asking("p", {GPU: "1"}))
+        await wait_for(lambda: node_of(c, "p") is not None)
+    assert node_of(c, "p") == ("n0" if busy else "n1")

@@ -452,7 +452,7 @@ class DynamicResources:
 
     def _extended_filter(
         self, pod: Pod, s: _State, claim: Obj, backed: list[str], pending: bool
-    ) -> tuple[list[tuple[str, bool]], list[bytes], bool, bool]:
+    ) -> tuple[list[tuple[str, bool]], list[bytes], bool, bool, list[tuple[str, str]]]:
         """The ``extended`` argument of ``DraDevices.allocator``: the pod's
         DRA-extended-name requests (with whether a class backs each), the claim's
         variant for every subset of the backed ones, and the prior-claim flag."""
@@ -481,7 +481,14 @@ class DynamicResources:
                 s.variants.append(variant)
                 s.mappings.append(maps)
                 variants.append(orjson.dumps(variant))
-        return resources, variants, prior, s.num_user == 0
+        # Which class each backed resource maps to: NodeResourcesFit's and
+        # BalancedAllocation's scores count its devices on nodes without the resource.
+        mapped = []
+        for name, backed_by in resources:
+            cls = classes.get_device_class(name) if backed_by and classes is not None else None
+            if cls is not None:
+                mapped.append((name, str((cls.get("metadata") or {}).get("name") or "")))
+        return resources, variants, prior, s.num_user == 0, mapped
 
     def _unavailable_everywhere(self, claim: Obj) -> bool:
         """An allocated claim whose devices failed their binding conditions, or timed
