@@ -293,6 +293,16 @@ impl Snapshot {
             .node_of(&pod.uid)
             .and_then(|n| self.slot_of(n));
         st.dra = self.pending_dra.take();
+        // NodeResourcesFit / BalancedAllocation score DRA-backed extended resources with
+        // DynamicResources' device totals.
+        if !st.fit_score.dra_names.is_empty() {
+            st.fit_score.dra = st.dra.clone();
+        }
+        if let Some(b) = st.balanced_score.as_mut() {
+            if !b.dra_names.is_empty() {
+                b.dra = st.dra.clone();
+            }
+        }
         st.only_fit_sees_pods = !st.active_filters.iter().any(|p| {
             matches!(
                 p,

@@ -216,12 +216,18 @@ class DraDevices:
         in_flight: list[tuple[str, bytes]] = ...,
         allocated: list[tuple[int, bytes | None, bool]] = ...,
         timeout: float | None = None,
+        extended: tuple[list[tuple[str, bool]], list[bytes], bool, bool, list[tuple[str, str]]]
+        | None = None,
     ) -> DraAllocator:
         """DynamicResources' Filter for one pod and attempt: ``claims`` (``(ns/name,
         JSON)`` of each unallocated claim) allocated with every allocated claim's devices
         taken and those of the allocations in flight (``(ns/name, status.allocation
         JSON)``), and the allocated claims (``(index, nodeSelector JSON or None,
-        unavailable everywhere)``); ``timeout`` bounds one node's allocation."""
+        unavailable everywhere)``); ``timeout`` bounds one node's allocation.
+        ``extended`` is the pod's claim for extended resources backed by DRA:
+        ``(resources (name, backed), variant claim JSON per mask of the backed ones,
+        the earlier claim has requests, the pod names no claim itself, (resource,
+        DeviceClass) of the backed ones)``."""
     def compile_error(self, expression: str) -> str | None:
         """The compile error of a CEL selector; None when it compiles."""
 
@@ -230,12 +236,17 @@ class DraAllocator:
     """DynamicResources' Filter of one pod for one attempt: pass it to
     ``Snapshot.schedule(..., dra=...)``; afterwards it holds what the attempt found."""
 
-    def allocate(self, name: str, labels: dict[str, str]) -> tuple[str, list[str]]:
-        """The Filter on one node outside an attempt: ``("allocated", [AllocationResult
-        JSON per pending claim])``, ``("unallocatable", [])``, ``("unavailable", [])``,
-        ``("unschedulable", [reason])`` or ``("error", [message])``; without the GIL."""
+    def allocate(
+        self, name: str, labels: dict[str, str], allocatable: dict[str, int] = ...
+    ) -> tuple[str, list[str]]:
+        """The Filter on one node (labels, allocatable amounts) outside an attempt:
+        ``("allocated", [AllocationResult JSON per pending claim])``,
+        ``("unallocatable", [])``, ``("unavailable", [])``, ``("unschedulable",
+        [reason])`` or ``("error", [message])``; without the GIL."""
     def results_for(self, node: str) -> list[str] | None:
         """The allocations found for a feasible node (JSON per pending claim)."""
+    def variant_for(self, node: str) -> int | None:
+        """The mask of the extended claim's variant allocated on ``node``."""
     def unavailable_claims(self) -> list[int]:
         """Indices of the allocated claims that were not available on some node."""
     @property
@@ -395,6 +406,11 @@ class Snapshot:
         self, candidates: list[tuple[str, list[str], int]], now: float
     ) -> int | None:
         """Index of the best candidate by upstream's ranking; None for none."""
+    def set_dra_extended_resources(self, names: list[str]) -> None:
+        """The extended resource names some DeviceClass maps to: NodeResourcesFit
+        leaves them to DynamicResources on nodes whose allocatable has none."""
+    @property
+    def dra_extended_resources(self) -> list[str]: ...
     def volume_binding_plan(
         self, request: VolumeBindingRequest, node_name: str
     ) -> tuple[list[tuple[int, int]], list[tuple[int, int | None]]] | None:

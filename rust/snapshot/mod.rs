@@ -103,6 +103,15 @@ pub struct Snapshot {
     pub requested: Vec<Vec<i64>>,
     pub non_zero_cpu: Vec<i64>,
     pub non_zero_memory: Vec<i64>,
+    /// Per slot, the resource columns the node lists in its allocatable with amount 0
+    /// (upstream's `Allocatable.ScalarResources` keeps such names: DynamicResources'
+    /// extended-resource Filter tells "listed as 0" from "not listed").
+    pub zero_allocatable: Vec<Vec<usize>>,
+    /// Extended resource names some DeviceClass maps to (`spec.extendedResourceName` or
+    /// `deviceclass.resource.kubernetes.io/<class>`), scheduler-wide as upstream's
+    /// `DeviceClassResolver` (DRAExtendedResource): NodeResourcesFit leaves a request
+    /// of one of them to DynamicResources on a node whose allocatable has none of it.
+    pub dra_extended: ahash::AHashSet<String>,
 
     pub unschedulable: Vec<bool>,
     pub taints: Vec<Vec<Taint>>,
@@ -192,6 +201,8 @@ impl Snapshot {
             requested: vec![Vec::new(); ncols],
             non_zero_cpu: Vec::new(),
             non_zero_memory: Vec::new(),
+            zero_allocatable: Vec::new(),
+            dra_extended: ahash::AHashSet::new(),
             unschedulable: Vec::new(),
             taints: Vec::new(),
             num_unschedulable: 0,
@@ -290,6 +301,19 @@ impl Snapshot {
         c
     }
 
+    /// Node `slot`'s allocatable amount of resource `name`, None when its allocatable
+    /// does not list the name (upstream's `ScalarResources[name]` lookup with `ok`).
+    pub fn listed_allocatable(&self, slot: u32, name: &str) -> Option<i64> {
+        let col = self.resources.get(name)?;
+        let i = slot as usize;
+        let amount = self.allocatable[col][i];
+        if amount != 0 || self.zero_allocatable[i].contains(&col) {
+            Some(amount)
+        } else {
+            None
+        }
+    }
+
     /// The value id of label `key` on `slot`, 0 when absent.
     #[inline]
     pub fn label(&self, slot: u32, key: u32) -> u32 {
@@ -315,6 +339,7 @@ impl Snapshot {
                 }
                 self.non_zero_cpu.push(0);
                 self.non_zero_memory.push(0);
+                self.zero_allocatable.push(Vec::new());
                 self.unschedulable.push(false);
                 self.taints.push(Vec::new());
                 for col in self.label_cols.iter_mut() {
@@ -370,6 +395,7 @@ impl Snapshot {
         for col in self.allocatable.iter_mut() {
             col[i] = 0;
         }
+        self.zero_allocatable[i].clear();
         if self.unschedulable[i] {
             self.num_unschedulable -= 1;
         }
@@ -407,6 +433,9 @@ impl Snapshot {
         for (rname, amount) in &spec.allocatable {
             let col = self.resource_column(rname);
             self.allocatable[col][i] = *amount;
+            if *amount == 0 {
+                self.zero_allocatable[i].push(col);
+            }
         }
         self.unschedulable[i] = spec.unschedulable;
         if spec.unschedulable {

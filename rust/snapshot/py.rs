@@ -373,6 +373,25 @@ impl Snapshot {
         Ok(())
     }
 
+    /// The extended resource names some DeviceClass maps to (DRAExtendedResource):
+    /// NodeResourcesFit leaves such a request to DynamicResources on nodes whose
+    /// allocatable has none of it (upstream `shouldDelegateResourceToDRA`).
+    fn set_dra_extended_resources(&mut self, names: Vec<String>) {
+        let names: ahash::AHashSet<String> = names.into_iter().collect();
+        if names != self.dra_extended {
+            self.dra_extended = names;
+            self.generation += 1;
+        }
+    }
+
+    /// The names set by `set_dra_extended_resources`, sorted.
+    #[getter]
+    fn dra_extended_resources(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.dra_extended.iter().cloned().collect();
+        v.sort();
+        v
+    }
+
     /// VolumeBinding's plan on node `node_name` for `request` (what its Filter found
     /// there): `([(claim, pv)], [(claim, capacity or None)])`, indices into the
     /// request's `delay`, `pvs` and `capacities`; `None` when the node is unknown or the

@@ -185,6 +185,27 @@ class BenchAPI:
         with contextlib.suppress(NotFound):
             await self.call("DELETE", path, body, params=params, timeout=600)
 
+    async def empty_claims(self, ns: str) -> None:
+        """Delete every ResourceClaim of ``ns``: the schedulers put their finalizer on
+        the claims they allocate and no controller runs here to take it off, so drop
+        it first."""
+        path = f"{DRA}/namespaces/{quote(ns, safe='')}/resourceclaims"
+        claims, _ = await self.list(path)
+
+        async def unfinalize(c: Obj) -> None:
+            if c["metadata"].get("finalizers"):
+                name = quote(c["metadata"]["name"], safe="")
+                with contextlib.suppress(NotFound):
+                    await self.call(
+                        "PATCH",
+                        f"{path}/{name}",
+                        {"metadata": {"finalizers": None}},
+                        content_type=MERGE_PATCH,
+                    )
+
+        await self.gather(unfinalize(c) for c in claims)
+        await self.empty(path)
+
     async def empty(
         self, path: str, params: dict[str, str] | None = None, timeout: float = 600
     ) -> None:
@@ -197,6 +218,10 @@ class BenchAPI:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{path} still not empty after {timeout:.0f}s")
             await asyncio.sleep(0.5)
+
+
+#: The resource.k8s.io API the DRA objects of a workload live in.
+DRA = "/apis/resource.k8s.io/v1"
 
 
 def pods_path(ns: str) -> str:
@@ -482,6 +507,10 @@ class Bench:
         await self.api.empty("/api/v1/nodes", {"labelSelector": BENCH_LABEL})
         await self.api.empty("/apis/storage.k8s.io/v1/csinodes", {"labelSelector": BENCH_LABEL})
         await self.api.empty("/api/v1/persistentvolumes", {"labelSelector": BENCH_LABEL})
+        for ns in spec.namespaces():
+            await self.api.empty_claims(ns)
+        for kind in ("resourceslices", "deviceclasses"):
+            await self.api.empty(f"{DRA}/{kind}", {"labelSelector": BENCH_LABEL})
         for name, value in spec.priority_classes.items():
             await self.api.create(
                 "/apis/scheduling.k8s.io/v1/priorityclasses",
@@ -507,6 +536,9 @@ class Bench:
         await self.api.gather(
             self.api.create("/apis/storage.k8s.io/v1/csinodes", c, exist_ok=True)
             for c in spec.csinode_objects()
+        )
+        await self.api.gather(
+            self.api.create(f"{DRA}/{kind}", obj, exist_ok=True) for kind, obj in spec.dra_objects()
         )
         # Pre-bound claims and volumes of every pod (kept across runs: no scheduler
         # changes a bound claim).
@@ -551,6 +583,8 @@ class Bench:
                 )
             elif isinstance(op, CreatePods) and not op.bound:
                 await self.api.empty(pods_path(op.namespace))
+                # The claims DynamicResources created for the pods' extended resources.
+                await self.api.empty_claims(op.namespace)
         await self.api.empty("/api/v1/nodes", {"labelSelector": CHURN_LABEL})
 
     # ---- one run --------------------------------------------------------------------

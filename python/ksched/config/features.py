@@ -78,6 +78,7 @@ ACTED_ON: Final[dict[str, str]] = {
     "DRASchedulerFilterTimeout": "DynamicResourcesArgs.filterTimeout validation",
     "DRADeviceBindingConditions": "DynamicResourcesArgs.bindingTimeout validation",
     "DRAResourceClaimDeviceStatus": "DynamicResourcesArgs.bindingTimeout validation",
+    "DRAExtendedResource": "extended resources backed by DRA (NodeResourcesFit, DynamicResources)",
     "StorageCapacityScoring": "VolumeBinding's capacity score (VolumeBindingArgs.shape)",
     "NodeDeclaredFeatures": "the default plugin set (NodeDeclaredFeatures)",
     "GenericWorkload": "the Workload/PodGroup API, pod group states and the group cycle",

@@ -401,9 +401,17 @@ class Framework:
         """``(plugin, registration)`` for the queue: built-in (Rust) filters from the
         event table, Python plugins from their ``events_to_register``."""
         out: list[tuple[str, ClusterEventWithHint]] = []
-        for name in self.profile.filters:
-            out.extend((name, reg) for reg in events_for(name))
         kernels = set(self.profile.filters)
+        # A kernel plugin's Python half may hold hints that read the scheduler's state.
+        halves = {
+            p.name: p
+            for p in self.plugins
+            if p.name in kernels and callable(getattr(p, "events_to_register", None))
+        }
+        for name in self.profile.filters:
+            half = halves.get(name)
+            regs = half.events_to_register() if half is not None else events_for(name)
+            out.extend((name, reg) for reg in regs)
         seen: set[int] = set()
         for point in _REJECTING_POINTS:
             for p in getattr(self.points, point):
