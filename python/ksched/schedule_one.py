@@ -1133,7 +1133,8 @@ class GroupBinding:
 class Binder:
     """Runs binding cycles and tracks the ones in flight.
 
-    A cycle that needs nothing but its Bind (no Permit wait, no PreBind, no pod group)
+    A cycle that needs nothing but its Bind (no Permit wait, no PreBind plugin that
+    applies to the pod, no pod group)
     is a job of the binding queue (:mod:`ksched.backend.bind_queue`): a bounded pool of
     workers runs such cycles in priority order, without a task per pod. Any other cycle
     runs as its own task and takes a slot of the same queue around its Bind, so every
@@ -1158,7 +1159,7 @@ class Binder:
         waiting: bool = False,
         group: GroupBinding | None = None,
     ) -> None:
-        if not waiting and group is None and not fw.points.pre_bind:
+        if not waiting and group is None and not fw.needs_pre_bind(info.pod):
             self.queue.submit(
                 info.pod.priority, self._bind, info, node, fw, state, start, False, None
             )
@@ -1239,7 +1240,7 @@ class Binder:
                     f"pod group {group.key}: member {group.failure} failed before binding",
                 )
         if s is None:
-            if waiting or group is not None or fw.points.pre_bind:
+            if waiting or group is not None or fw.needs_pre_bind(pod):
                 # Its own task: Bind in a slot of the binding queue, in priority order.
                 self._slots += 1
                 try:

@@ -47,6 +47,8 @@ from ksched.sim.cluster import InMemoryCluster
 from ksched.sim.workloads import WORKLOADS
 
 _CREATE_BATCH = 500
+#: Changes the embedded cluster keeps for watches to replay (see run_simulation).
+_WATCH_HISTORY = 20_000
 #: How long the scheduler must stay quiescent before a run with pending pods ends: the
 #: last watch events of an attempt's writes (a condition patch, a victim's deletion)
 #: are delivered within a few loop iterations; this is ample.
@@ -215,7 +217,10 @@ async def run_simulation(
     wl = WORKLOADS[workload]
     rng = random.Random(seed)
     aio.tune_gc()
-    cluster = InMemoryCluster()
+    # The informers watch from the start and the report reads no Event objects: keep
+    # a short replay window and no Events (counted all the same), so the embedded
+    # cluster does not hold every version of every pod for the garbage collector.
+    cluster = InMemoryCluster(history=_WATCH_HISTORY, max_events=0)
     node_names = []
     for i in range(nodes):
         obj = cluster.create("nodes", wl.node(i, rng))
