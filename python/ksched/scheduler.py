@@ -956,10 +956,20 @@ class Scheduler:
     def signature(info: Any) -> object:
         """The pod's scheduling signature from the Rust core (None: not batchable).
         A pod with ResourceClaims has none (upstream DynamicResources' ``SignPod``: its
-        placement depends on devices the core's signature does not see)."""
-        if (info.pod.raw.get("spec") or {}).get("resourceClaims"):
-            return None
-        return getattr(info.compiled, "signature", None)
+        placement depends on devices the core's signature does not see). Remembered
+        with the queued pod until its compiled form changes (a new pod object)."""
+        compiled = info.compiled
+        memo = getattr(info, "signature_memo", None)
+        if memo is not None and memo[0] is compiled:
+            return memo[1]
+        sig = (
+            None
+            if (info.pod.raw.get("spec") or {}).get("resourceClaims")
+            else getattr(compiled, "signature", None)
+        )
+        if isinstance(info, QueuedPodInfo):
+            info.signature_memo = (compiled, sig)
+        return sig
 
     def quiescent(self) -> bool:
         """Whether nothing can progress without a change in the cluster: no pod in

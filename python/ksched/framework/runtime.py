@@ -451,7 +451,9 @@ class Framework:
         """Whether a Reserve or Permit plugin has work for ``pod``."""
         if self._always_reserve:
             return True
-        return any(applies_to_pod(p, pod) for p in (*self.points.reserve, *self.points.permit))
+        return any(applies_to_pod(p, pod) for p in self.points.reserve) or any(
+            applies_to_pod(p, pod) for p in self.points.permit
+        )
 
     def run_kernel_pre_filter(
         self, state: CycleState, pod: Pod, compiled: CompiledPod

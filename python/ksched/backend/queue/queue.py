@@ -160,6 +160,9 @@ class QueuedPodInfo:
     queue_seq: int = 0
     #: Deleted while in flight: the failure must not requeue it.
     deleted: bool = False
+    #: ``(compiled, signature)``: the scheduling signature of ``compiled``, computed
+    #: once per compiled form (the scheduler's batching reads it several times a cycle).
+    signature_memo: tuple[CompiledPod, object] | None = None
 
     def __post_init__(self) -> None:
         if not self.uid:
