@@ -712,7 +712,7 @@ class Bench:
         measured = spec.measured()
         backlog = self.opts.mode == "backlog"
         if which == BARE_BINDER and any(
-            isinstance(o, CreatePods) and not o.bound and o is not measured for o in spec.ops()
+            isinstance(o, CreatePods) and not o.bound and not o.collect_metrics for o in spec.ops()
         ):
             raise ValueError(
                 f"{spec.label}: the bare binder binds only the measured pods; this workload "
