@@ -450,11 +450,18 @@ class Framework:
         """Whether a Kernel PreFilter plugin has work for ``pod``."""
         return any(applies_to_pod(p, pod) for p in self.points.kernel_pre_filter)
 
+    def needs_pre_bind(self, pod: Pod) -> bool:
+        """Whether a PreBind plugin may have work for ``pod`` (its binding cycle may then
+        wait on the API for a while, e.g. for its volumes)."""
+        return any(applies_to_pod(p, pod) for p in self.points.pre_bind)
+
     def needs_reserve_or_permit(self, pod: Pod) -> bool:
         """Whether a Reserve or Permit plugin has work for ``pod``."""
         if self._always_reserve:
             return True
-        return any(applies_to_pod(p, pod) for p in (*self.points.reserve, *self.points.permit))
+        return any(applies_to_pod(p, pod) for p in self.points.reserve) or any(
+            applies_to_pod(p, pod) for p in self.points.permit
+        )
 
     def run_kernel_pre_filter(
         self, state: CycleState, pod: Pod, compiled: CompiledPod

@@ -22,6 +22,10 @@ a status subresource keeps the stored status (and ``subresource="status"`` repla
 the status). JSON merge patches and JSON patches are applied; strategic merge patches of
 arbitrary kinds are refused (415), since their list semantics live in Go struct tags.
 
+``history`` bounds the changes kept for watches to replay and ``max_events`` the Events
+kept (:attr:`InMemoryCluster.events`; every one is counted in ``event_counts``): a long
+simulation keeps a bounded window of both.
+
 Bindings can be slowed down (``bind_delay``), held (``bind_gate``) or made to fail
 (``fail_bind``) so tests can exercise those paths.
 """
@@ -161,10 +165,11 @@ class InMemoryCluster:
         bind_gate: asyncio.Event | None = None,
         fail_bind: Callable[[str, str, str], Exception | None] | None = None,
         max_events: int = 100_000,
+        history: int = _HISTORY,
     ) -> None:
         self._rv = 0
         self._objects: dict[Kind, dict[str, Obj]] = {k: {} for k in get_args(Kind)}
-        self._history: deque[tuple[int, Kind, WatchEvent]] = deque(maxlen=_HISTORY)
+        self._history: deque[tuple[int, Kind, WatchEvent]] = deque(maxlen=history)
         self._watchers: list[_Watcher] = []
         self._uids = itertools.count(1)
         #: Generated names (``generateName``), seeded so that runs repeat.
