@@ -86,6 +86,10 @@ KSCHED_ONLY: dict[str, str] = {
     "scheduler_queueing_hint_execution_duration_seconds": "registered upstream; ksched "
     "records the hints of events that came while the pods waited",
     "apiserver_client_certificate_expiration_seconds": "observed for client certificates",
+    "scheduler_dra_bindingconditions_allocations_total": "registered upstream "
+    "(DRADeviceBindingConditions); no device with binding conditions in this workload",
+    "scheduler_dra_bindingconditions_wait_duration_seconds": "same as "
+    "scheduler_dra_bindingconditions_allocations_total",
 }
 _KSCHED_PREFIXES = ("ksched_", "python_")
 
