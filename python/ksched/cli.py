@@ -139,7 +139,10 @@ def _add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         metavar="A=true,B=false",
         help="feature gates; ksched uses CoordinatedLeaderElection, StorageCapacityScoring, "
         "GenericWorkload, GangScheduling and TopologyAwareWorkloadScheduling (all default "
-        "false; WorkloadAwarePreemption is refused)",
+        "false; WorkloadAwarePreemption is refused) and NodeDeclaredFeatures (default true; "
+        "off needs RestartAllContainersOnContainerExits, ExtendWebSocketsToKubelet, "
+        "InPlacePodLevelResourcesVerticalScaling and InPlacePodVerticalScalingInitContainers "
+        "off too)",
     )
     serving = p.add_argument_group("secure serving and delegated authentication")
     serving.add_argument("--bind-address", default="0.0.0.0", help="address of the HTTPS endpoints")

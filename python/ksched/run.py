@@ -137,6 +137,13 @@ FEATURE_GATES = {
     "GangScheduling": False,
     "TopologyAwareWorkloadScheduling": False,
     "WorkloadAwarePreemption": False,
+    # NodeDeclaredFeatures (beta, on in v1.36) and the gates that depend on it: turning
+    # it off needs them off too, as for kube-scheduler.
+    "NodeDeclaredFeatures": True,
+    "RestartAllContainersOnContainerExits": True,
+    "ExtendWebSocketsToKubelet": True,
+    "InPlacePodLevelResourcesVerticalScaling": True,
+    "InPlacePodVerticalScalingInitContainers": True,
 }
 
 

@@ -584,7 +584,9 @@ class Scheduler:
             # The old object was invalid (never cached): this is an add for us.
             self.queue.move_all_to_active_or_backoff(EVENT_NODE_ADD, None, new)
             return
-        for event in node_scheduling_properties_change(old, new):
+        for event in node_scheduling_properties_change(
+            old, new, declared_features=self.feature_gates.node_declared_features
+        ):
             self.queue.move_all_to_active_or_backoff(event, old, new)
 
     def _node_deleted(self, obj: Obj) -> None:

@@ -81,6 +81,12 @@ class FeatureGates:
     dra_resource_claim_device_status: bool = True  # beta, on since 1.33
     storage_capacity_scoring: bool = False  # alpha since 1.33 (beta only in 1.37)
     node_declared_features: bool = True  # beta, on since 1.36
+    # Beta and on in 1.36, each depending on NodeDeclaredFeatures (a node declares
+    # them; ksched only checks the dependency, as kube-scheduler's gate set does).
+    restart_all_containers_on_container_exits: bool = True
+    extend_websockets_to_kubelet: bool = True
+    in_place_pod_level_resources_vertical_scaling: bool = True
+    in_place_pod_vertical_scaling_init_containers: bool = True
     generic_workload: bool = False  # alpha since 1.35
     gang_scheduling: bool = False  # alpha since 1.35, needs GenericWorkload
     topology_aware_workload_scheduling: bool = False  # alpha since 1.36, needs GenericWorkload
@@ -119,6 +125,10 @@ GATE_FIELDS: Final[Mapping[str, str]] = {
     "DRAResourceClaimDeviceStatus": "dra_resource_claim_device_status",
     "StorageCapacityScoring": "storage_capacity_scoring",
     "NodeDeclaredFeatures": "node_declared_features",
+    "RestartAllContainersOnContainerExits": "restart_all_containers_on_container_exits",
+    "ExtendWebSocketsToKubelet": "extend_websockets_to_kubelet",
+    "InPlacePodLevelResourcesVerticalScaling": "in_place_pod_level_resources_vertical_scaling",
+    "InPlacePodVerticalScalingInitContainers": "in_place_pod_vertical_scaling_init_containers",
     "GenericWorkload": "generic_workload",
     "GangScheduling": "gang_scheduling",
     "TopologyAwareWorkloadScheduling": "topology_aware_workload_scheduling",
@@ -129,6 +139,10 @@ GATE_DEPENDENCIES: Final[Mapping[str, tuple[str, ...]]] = {
     "GangScheduling": ("GenericWorkload",),
     "TopologyAwareWorkloadScheduling": ("GenericWorkload",),
     "WorkloadAwarePreemption": ("GangScheduling",),
+    "RestartAllContainersOnContainerExits": ("NodeDeclaredFeatures",),
+    "ExtendWebSocketsToKubelet": ("NodeDeclaredFeatures",),
+    "InPlacePodLevelResourcesVerticalScaling": ("NodeDeclaredFeatures",),
+    "InPlacePodVerticalScalingInitContainers": ("NodeDeclaredFeatures",),
 }
 
 
