@@ -282,13 +282,16 @@ def infer_for_pod_scheduling(
     :class:`~ksched.api._parse.FieldError` for a malformed field the rules read."""
     if target is None:
         raise ValueError("target version cannot be nil")
-    out: list[str] = []
-    for f in sorted(registry, key=lambda f: f.name):
+    # Every pod is parsed through here: the default registry is sorted already and
+    # most pods need nothing, so the common answer allocates nothing.
+    features = registry if registry is REGISTRY else sorted(registry, key=lambda f: f.name)
+    out: tuple[str, ...] = ()
+    for f in features:
         if f.max_version is not None and target.greater_than(f.max_version):
             continue
         if f.infer_for_scheduling(spec):
-            out.append(f.name)
-    return tuple(out)
+            out = (*out, f.name)
+    return out
 
 
 def try_map(declared: Iterable[str], registry: Sequence[Feature] = REGISTRY) -> tuple[str, ...]:
