@@ -4,6 +4,7 @@
 #   make bench  pytest-benchmark suites on a release build
 #   make lint   ruff, mypy --strict, stubtest of the Rust stub, clippy, import contracts
 #   make conformance CASES=10000 SEED=N   ksched against kube-scheduler's own code
+#   make chaos  the chaos suite's full loops against the test control plane (ROUNDS=N)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -14,7 +15,7 @@ PIP    := $(PY) -m pip
 RUST_SOURCES := $(shell find rust -name '*.rs') Cargo.toml
 PY_LIBDIR = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))')
 
-.PHONY: all wheel install build-dev build-prod constraints control-plane format lint test test-rust test-python test-wheel bench run conformance clean
+.PHONY: all wheel install build-dev build-prod constraints control-plane format lint test test-rust test-python test-wheel chaos bench run conformance clean
 
 all: lint test
 
@@ -89,6 +90,15 @@ SEED  ?= 1
 OUT   ?= build/conformance
 conformance: install control-plane
 	KSCHED_CONTROLPLANE_BIN_DIR="$$(cat $(CONTROL_PLANE_BIN))" $(PY) -m tests.conformance --cases $(CASES) --seed $(SEED) --out $(OUT)
+
+# tests/chaos: leader SIGKILL loop, paused leader, apiserver restarts and etcd compaction.
+# `make test` runs one short round of each; this runs the full loops ROUNDS times and
+# prints the figures (failover times, drain times, what each round bound and deleted).
+ROUNDS ?= 1
+chaos: install control-plane
+	KSCHED_CHAOS_FULL=1 KSCHED_CHAOS_ROUNDS=$(ROUNDS) \
+	KSCHED_CONTROLPLANE_BIN_DIR="$$(cat $(CONTROL_PLANE_BIN) 2>/dev/null)" \
+	$(PY) -m pytest tests/chaos -p no:cacheprovider
 
 bench: install
 	$(PY) -m pytest benches --benchmark-only --benchmark-columns=min,median,mean,max,rounds

@@ -215,6 +215,9 @@ impl Snapshot {
             .and_then(|st| st.prefilter_reject.as_ref())
             .map(|(_, m)| m.clone());
         let pre_filter_error = out.state.as_ref().is_some_and(|st| st.prefilter_error);
+        // A PreFilter that rejects the pod outright ends upstream's RunPreFilterPlugins
+        // without its plugins-with-nodes set: only the rejecting plugin counts.
+        let narrowed = out.narrowed && pre_filter_msg.is_none();
         let filter_error = match (&out.error, &out.state) {
             (Some((slot, r)), Some(st)) => {
                 Some((r.plugin.name(), self.error_message(st, *slot, r)))
@@ -223,7 +226,7 @@ impl Snapshot {
         };
         ScheduleResult {
             pre_filter_msg,
-            pre_filter_plugins: if out.narrowed {
+            pre_filter_plugins: if narrowed {
                 vec![Plugin::NodeAffinity.name()]
             } else {
                 Vec::new()

@@ -415,6 +415,99 @@ def test_gated_pod_update_keeping_a_gate_stays_gated(queue: SchedulingQueue):
     assert queue.counts()["gated"] == 1
 
 
+class Flaky:
+    """A PreEnqueue plugin that raises while ``broken``."""
+
+    name = "Flaky"
+
+    def __init__(self) -> None:
+        self.broken = False
+
+    def pre_enqueue(self, pod: Pod) -> None:
+        if self.broken:
+            raise RuntimeError("plugin bug")
+
+
+def test_a_raising_pre_enqueue_plugin_gates_the_pod_instead_of_losing_it(clock: FakeClock):
+    flaky = Flaky()
+    queue = make_queue(clock, pre_enqueue={PROFILE: [flaky]})
+    queue.add(parsed_pod("p"))
+    info = queue.try_pop()
+    assert info is not None
+    flaky.broken = True
+    # The failed pod goes back through PreEnqueue, which raises: it stays queued, gated.
+    queue.add_unschedulable(info, ())
+    assert queue.where(info.uid) == "unschedulable"
+    assert info.gating_plugin == "Flaky"
+    flaky.broken = False
+    queue.activate([info.uid])  # the next PreEnqueue run lets it through
+    assert queue.where(info.uid) == "active"
+
+
+class Gate:
+    """A PreEnqueue plugin, registered for node additions only, that gates while
+    ``closed`` (as DefaultPreemption gates a preemptor while its victims are deleted)."""
+
+    name = "Gate"
+
+    def __init__(self) -> None:
+        self.closed = True
+
+    def pre_enqueue(self, pod: Pod) -> Any:
+        from ksched.framework.status import Code, Status
+
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "wait") if self.closed else None
+
+
+def test_a_gated_pod_is_re_evaluated_at_the_unschedulable_timeout(clock: FakeClock):
+    # upstream movePodsToActiveOrBackoffQueue skips a gated pod only for a non-wildcard
+    # event its gating plugin did not register: the timeout flush re-runs PreEnqueue.
+    gate = Gate()
+    node_add = ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD), None)
+    queue = make_queue(
+        clock,
+        hints=_registrations("NodeResourcesFit", extra=[("Gate", node_add)]),
+        pre_enqueue={PROFILE: [gate]},
+    )
+    queue.add(parsed_pod("p"))
+    uid = parsed_pod("p").uid
+    assert queue.counts()["gated"] == 1
+    gate.closed = False  # no event says so
+    queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE, parsed_pod("v"), None)
+    assert queue.counts()["gated"] == 1  # not an event the gating plugin registered
+    clock.now += 301
+    queue.flush_unschedulable_leftover()
+    assert queue.where(uid) == "active"
+
+
+async def test_the_flushers_survive_an_exception(clock: FakeClock, monkeypatch: pytest.MonkeyPatch):
+    queue = make_queue(clock)
+    calls = {"n": 0}
+    real = queue.flush_backoff_completed
+
+    def flush() -> int:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("boom")
+        return real()
+
+    monkeypatch.setattr(queue, "flush_backoff_completed", flush)
+    monkeypatch.setattr("ksched.backend.queue.queue.FLUSH_BACKOFF_INTERVAL", 0.001)
+    monkeypatch.setattr("ksched.backend.queue.queue.BACKOFF_ORDERING_WINDOW", 0.001)
+    task = asyncio.get_running_loop().create_task(queue.run_flushers())
+    try:
+        for _ in range(200):
+            if calls["n"] >= 3:
+                break
+            clock.now += 0.01
+            await asyncio.sleep(0.005)
+        assert calls["n"] >= 3 and not task.done()
+    finally:
+        queue.close()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 # ---- in-flight events --------------------------------------------------------------------
 
 

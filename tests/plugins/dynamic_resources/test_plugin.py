@@ -431,3 +431,32 @@ async def test_preemption_only_considers_nodes_where_the_claims_fit() -> None:
         await wait_for(lambda: c.get("pods", "default/busy-0") is None)
         await wait_for(lambda: node_of(c, "p") == "n0")
     assert c.get("pods", "default/busy-1") is not None
+
+
+async def test_a_pre_filter_rejection_after_node_affinity_names_only_its_plugin() -> None:
+    """NodeAffinity's PreFilter narrowed the nodes (a matchFields term), then
+    VolumeRestrictions' rejected the pod (its claim lookup comes first: the claim is
+    missing): upstream's RunPreFilterPlugins returns without its plugins-with-nodes set,
+    so VolumeRestrictions alone is an unschedulable plugin (the queueing hints that can
+    retry the pod are its own), and DynamicResources' PostFilter fails with "not
+    found"."""
+    c = cluster(nodes=2, gpus=1)
+    async with Running(c) as sched:
+        pod = make_pod("p", cpu="100m")
+        term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n0"]}]}
+        pod["spec"]["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+            }
+        }
+        pod["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]
+        c.create("pods", pod)
+        await wait_for(lambda: bool(notes(c, "p")))
+        assert notes(c, "p")[0] == (
+            '0/2 nodes are available: persistentvolumeclaim "data" not found. not found'
+        )
+        uid = c.get("pods", "default/p")["metadata"]["uid"]  # type: ignore[index]
+        await wait_for(lambda: sched.queue.where(uid) == "unschedulable")
+        info = sched.queue.get(uid)
+        assert info is not None
+        assert info.unschedulable_plugins == frozenset({"VolumeRestrictions"})

@@ -12,6 +12,7 @@ import pytest
 
 from ksched.backend.queue.cluster_event import ActionType, ClusterEvent, ClusterEventWithHint
 from ksched.backend.queue.cluster_event import QueueingHint as QH
+from ksched.backend.shared_informers import kind_of_resource
 from ksched.cluster import APIError, Conflict, NotFound
 from ksched.framework.builtins import default_plugins
 from ksched.framework.cycle_state import CycleState
@@ -170,3 +171,27 @@ def test_pods_and_nodes_are_not_watched_twice() -> None:
     assert not kinds & {"pods", "nodes", "namespaces", "poddisruptionbudgets"}
     # The volume plugins of the default profile read these.
     assert {"persistentvolumeclaims", "persistentvolumes", "storageclasses"} <= kinds
+
+
+@pytest.mark.parametrize(
+    ("resource", "kind"),
+    [
+        ("PersistentVolumeClaim", "persistentvolumeclaims"),
+        ("ResourceClaim", "resourceclaims"),
+        ("Pod", None),
+        ("Node", None),
+        ("AssignedPod", None),
+        ("Namespace", None),
+        ("PodDisruptionBudget", None),
+    ],
+)
+def test_kinds_the_scheduler_watches_itself_have_no_shared_informer(
+    resource: str, kind: str | None
+) -> None:
+    assert kind_of_resource(resource) == kind
+
+
+def test_the_default_profile_watches_pods_and_nodes_once() -> None:
+    sched = Scheduler(InMemoryCluster(), {PROFILE: default_profile()})
+    watched = [inf.kind for inf in [sched.node_informer, sched.pod_informer, *sched.aux_informers]]
+    assert watched.count("pods") == 1 and watched.count("nodes") == 1

@@ -409,7 +409,18 @@ class SchedulingQueue:
             ordered = found
         code = ""
         for pl in ordered:
-            status = pl.pre_enqueue(info.pod)
+            try:
+                status = pl.pre_enqueue(info.pod)
+            except Exception:
+                # A plugin that raises gates the pod (an error status, as upstream
+                # treats one) instead of losing it or stopping the queue's flushers.
+                log.exception("PreEnqueue plugin %s failed for pod %s", pl.name, info.pod.key)
+                name = pl.name
+                info.unschedulable_plugins = info.unschedulable_plugins | {name}
+                info.gating_plugin = name
+                info.gating_plugin_events = self._plugin_events.get(name, ())
+                code = "Error"
+                break
             if status is None or status.is_success():
                 continue
             name = pl.name
@@ -703,9 +714,17 @@ class SchedulingQueue:
     def _move_pods(
         self, infos: Sequence[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any
     ) -> None:
+        wildcard = is_wildcard(event)
         for info in infos:
-            if info.gating_plugin and not match_any_cluster_event(event, info.gating_plugin_events):
-                continue  # the event cannot interest the plugin that gates the pod
+            if (
+                info.gating_plugin
+                and not wildcard
+                and not match_any_cluster_event(event, info.gating_plugin_events)
+            ):
+                # The event cannot interest the plugin that gates the pod. A wildcard
+                # (the unschedulable timeout, a forced activation) re-evaluates every
+                # gated pod, as upstream does: a plugin may stop gating without an event.
+                continue
             strategy = self.worth_requeuing(info, event, old, new)
             if strategy == QueueingStrategy.SKIP:
                 continue
@@ -901,10 +920,15 @@ class SchedulingQueue:
         await asyncio.sleep(max(0.0, self._align(now) + BACKOFF_ORDERING_WINDOW - now))
         last_unschedulable = self.clock()
         while not self._closed:
-            self.flush_backoff_completed()
-            if self.clock() - last_unschedulable >= FLUSH_UNSCHEDULABLE_INTERVAL:
-                last_unschedulable = self.clock()
-                self.flush_unschedulable_leftover()
+            try:
+                self.flush_backoff_completed()
+                if self.clock() - last_unschedulable >= FLUSH_UNSCHEDULABLE_INTERVAL:
+                    last_unschedulable = self.clock()
+                    self.flush_unschedulable_leftover()
+            except Exception:
+                # A flusher that died would leave backed-off pods waiting until some new
+                # pod wakes the scheduling loop: log and keep flushing.
+                log.exception("flushing the scheduling queue failed; continuing")
             now = self.clock()
             await asyncio.sleep(max(0.01, self._align(now) + FLUSH_BACKOFF_INTERVAL - now))
 
