@@ -55,6 +55,10 @@ lint: install
 	$(VENV)/bin/lint-imports
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
+	@if command -v gofmt >/dev/null; then \
+	  out="$$(gofmt -l tests/conformance/harness)"; \
+	  if [ -n "$$out" ]; then echo "gofmt: needs formatting: $$out"; exit 1; fi; \
+	fi
 
 test-rust: install
 	PYO3_PYTHON=$(abspath $(PY)) LD_LIBRARY_PATH=$(PY_LIBDIR) cargo test --release --quiet

@@ -140,7 +140,8 @@ pub struct Snapshot {
     /// Preemption's per-slot memo of what the pods below some priority would free
     /// (valid while `slot_gen` stays), see `preemption`.
     pub(crate) lower_pods: Vec<crate::preemption::LowerPods>,
-    /// Host ports in use per node.
+    /// Host ports in use per node (a port counts while it is listed; see `detach` for
+    /// when it stops).
     pub node_ports: Vec<Vec<HostPort>>,
     /// The image name ids each node lists (each once).
     pub node_images: Vec<Vec<u32>>,
@@ -607,11 +608,13 @@ impl Snapshot {
         if let Some(j) = list.iter().position(|&x| x == idx) {
             list.remove(j);
         }
-        let ports = &mut self.node_ports[i];
-        for p in &rec.host_ports {
-            if let Some(j) = ports.iter().position(|q| q == p) {
-                ports.swap_remove(j);
-            }
+        // Upstream's NodeInfo keeps its used host ports as a set (HostPortInfo), and
+        // RemovePod (updateUsedPorts) deletes each of the pod's ports from it, even when
+        // another pod on the node uses the same one: such a port is free from then on
+        // (for preemption's dry run too, which removes victims from a NodeInfo copy).
+        // That looks like an upstream bug; ksched mirrors it.
+        if !rec.host_ports.is_empty() {
+            self.node_ports[i].retain(|q| !rec.host_ports.contains(q));
         }
         self.generation += 1;
         Some(rec)

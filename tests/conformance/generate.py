@@ -1054,9 +1054,15 @@ def generate(
     g.preemption = g.chance(0.2)
     if g.preemption:
         g.tag("scenario:preemption")
+    # A larger cluster now and then: more spreading domains, more pods to count.
+    large = g.chance(0.15)
+    if large:
+        g.tag("scenario:large")
     missing = unimplemented() if missing is None else missing
     config, profiles = configuration(g, missing, plugins)
-    nodes = [make_node(g, i) for i in range(g.rng.randint(2, 10))]
+    nodes = [
+        make_node(g, i) for i in range(g.rng.randint(12, 30) if large else g.rng.randint(2, 10))
+    ]
     if len(nodes) > 1 and g.chance(0.2):
         # One image name at two sizes: the first node's size counts (image states).
         name = g.pick(IMAGES)[1][0]
@@ -1065,7 +1071,13 @@ def generate(
         g.tag("node:image-sizes-differ")
     existing = [
         existing_pod(g, i, nodes)
-        for i in range(g.rng.randint(4, 16) if g.preemption else g.rng.randint(0, 12))
+        for i in range(
+            g.rng.randint(10, 40)
+            if large
+            else g.rng.randint(4, 16)
+            if g.preemption
+            else g.rng.randint(0, 12)
+        )
     ]
     nominated = [
         nominated_pod(g, i, nodes) for i in range(g.rng.randint(0, 2) if g.chance(0.3) else 0)

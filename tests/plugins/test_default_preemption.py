@@ -806,6 +806,21 @@ async def test_node_whose_other_filters_still_reject_is_no_candidate() -> None:
     )
 
 
+async def test_a_victim_frees_a_host_port_another_pod_also_holds() -> None:
+    """Upstream removes victims from a copy of the node with NodeInfo.RemovePod, which
+    deletes their ports from the node's set of used ports even when a pod staying there
+    holds the same one: the preemptor then fits (found by the conformance harness)."""
+    port = {"containers": [{"name": "c", "ports": [{"containerPort": 9090, "hostPort": 9090}]}]}
+    nodes = [node("n1", "1", "1Gi")]
+    pods = [
+        pod("low", prio=LOW, on="n1", extra=port),
+        pod("same", prio=MID, on="n1", extra=port),
+        pod("p", prio=MID, extra=port),
+    ]
+    async with running(nodes, pods, filters=DEFAULT_FILTERS) as env:
+        assert env.candidates("p", statuses(["n1"])) == {"n1": (["low"], 0)}
+
+
 async def test_nominated_pods_of_equal_priority_keep_their_room() -> None:
     nodes = [node("n1", "4", "32Gi"), node("n2", "4", "32Gi")]
     pods = [

@@ -3,14 +3,27 @@
 Ported from pkg/scheduler/framework/plugins/nodeports/node_ports_test.go (TestNodePorts).
 A host port conflicts with one already used on the node when protocol and port are equal
 and the host IPs are equal or either is 0.0.0.0 (all addresses). Ports are written as
-upstream's test helper writes them: "PROTOCOL/hostIP/hostPort".
+upstream's test helper writes them: "PROTOCOL/hostIP/hostPort". A node's used ports are
+a set, as upstream's ``HostPortInfo``: removing a pod frees its ports.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.plugins.harness import Obj, cluster, container, explain, host_port, node, pod, statuses
+from ksched._core import Profile
+from tests.plugins.harness import (
+    Obj,
+    cluster,
+    compile_pod,
+    container,
+    explain,
+    host_port,
+    node,
+    pod,
+    snapshot,
+    statuses,
+)
 
 PLUGIN = "NodePorts"
 NO_FREE_PORTS = ("Unschedulable", "node(s) didn't have free ports for the requested pod ports")
@@ -120,3 +133,23 @@ def test_ports_of_every_pod_on_the_node_count_and_nodes_are_independent() -> Non
     # A container port without a hostPort claims nothing on the node.
     no_host = pod("p", containers=[container(ports=[{"containerPort": 80}])])
     assert set(statuses(explain(c, no_host, [PLUGIN])).values()) == {None}
+
+
+def test_a_removed_pod_frees_its_ports_even_when_another_pod_holds_them() -> None:
+    """Upstream's NodeInfo.UsedPorts is a set: RemovePod deletes the pod's ports from it
+    whoever else uses them (two pods bound to one node with the same host port, as a
+    pod placed by nodeName may be). The port is free from then on, also for preemption's
+    dry run, which removes victims from a copy of the node."""
+    c = cluster(
+        [node("n1")],
+        [
+            ports_pod("a", "TCP/0.0.0.0/8080", node_name="n1"),
+            ports_pod("b", "TCP//8080", node_name="n1"),
+        ],
+    )
+    snap = snapshot(c)
+    wanted = compile_pod(ports_pod("p", "TCP/127.0.0.1/8080"))
+    profile = Profile([PLUGIN], [], {})
+    assert snap.schedule(wanted, profile).node is None
+    assert snap.remove_pod(c["pods"][0]["uid"])
+    assert snap.schedule(wanted, profile).node == "n1"  # b still holds 8080, upstream too

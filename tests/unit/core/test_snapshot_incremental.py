@@ -52,7 +52,10 @@ Discrepancies found and fixed (kept as regression tables at the end of this file
 * not a drift, a rule: ImageLocality's size of an image name is the one the first node
   listing it reported, while any node lists it (upstream's cache image states), so it is
   history too; the model keeps those sizes and ``B`` is seeded with them by a node of its
-  own, removed once the real nodes are in;
+  own, removed once the real nodes are in. Likewise a node's used host ports are a set,
+  from which a pod's removal takes its ports even when another pod holds one too
+  (upstream's ``NodeInfo.RemovePod``): the model keeps the sets, and ``B`` frees such a
+  port again with a pod that holds it and goes;
 * not a drift but found on the way: a pod with more than 32 distinct count predicates
   (spread selectors and affinity terms) evicted its own count-cache entries during
   PreFilter and then read other predicates' counts (checked against ``reference.py``).
@@ -70,6 +73,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from ksched._core import FILTER_PLUGINS, SCORE_PLUGINS, CompiledPod, Profile, Snapshot
+from ksched.api.pod import Pod
 from ksched.framework.profile import default_profile
 from tests.plugins import reference
 from tests.plugins.harness import (
@@ -91,6 +95,7 @@ from tests.plugins.harness import (
     selector,
     spread_constraint,
     term,
+    to_api,
     toleration,
     weighted,
 )
@@ -638,6 +643,23 @@ class Model:
     #: upstream's cache imageStates: image name → [size, nodes listing it]; the size is
     #: the one of the first node that listed the name, kept while any node lists it.
     images: dict[str, tuple[int, set[str]]] = dataclasses.field(default_factory=dict)
+    #: Used host ports per node name, a set as upstream's NodeInfo.UsedPorts: a pod's
+    #: removal frees its ports even when another pod holds them too.
+    ports: dict[str, set[tuple[str, str, int]]] = dataclasses.field(default_factory=dict)
+    #: uid → (node, host ports) of the accounted pods.
+    pod_ports: dict[str, tuple[str, set[tuple[str, str, int]]]] = dataclasses.field(
+        default_factory=dict
+    )
+
+    def pod_added(self, uid: str, node: str, ports: set[tuple[str, str, int]]) -> None:
+        self.pod_removed(uid)
+        self.pod_ports[uid] = (node, ports)
+        self.ports.setdefault(node, set()).update(ports)
+
+    def pod_removed(self, uid: str) -> None:
+        old = self.pod_ports.pop(uid, None)
+        if old is not None:
+            self.ports.get(old[0], set()).difference_update(old[1])
 
     def _images_remove(self, node: str) -> None:
         for name, (_, holders) in list(self.images.items()):
@@ -716,8 +738,10 @@ def apply(a: Snapshot, m: Model, op: tuple[Any, ...]) -> None:
         getattr(a, kind)(cp, p["node"])
         m.pods.pop(p["uid"], None)
         m.pods[p["uid"]] = (cp, p["node"], kind == "assume")
+        m.pod_added(p["uid"], p["node"], ports_of(p))
     elif kind == "remove_pod":
         assert a.remove_pod(op[1]) == (m.pods.pop(op[1], None) is not None)
+        m.pod_removed(op[1])
     elif kind == "confirm":
         uid, where = op[1], op[2]
         known = m.pods.get(uid)
@@ -767,6 +791,15 @@ def _probe(m: Model, probe: str | Obj) -> CompiledPod:
 SIZES_NODE = "image-sizes"
 
 
+def ports_of(p: Obj) -> set[tuple[str, str, int]]:
+    """A pod's host ports as the snapshot keys them (TCP and 0.0.0.0 by default)."""
+    return {
+        (proto or "TCP", ip or "0.0.0.0", port)
+        for proto, ip, port in Pod.from_dict(to_api(p)).host_ports
+        if port > 0
+    }
+
+
 def from_scratch(m: Model, seed: int) -> Snapshot:
     b = Snapshot(seed)
     for name, labels in m.namespaces.items():
@@ -785,6 +818,23 @@ def from_scratch(m: Model, seed: int) -> Snapshot:
         b.remove_node(SIZES_NODE)
     for cp, where, assumed in m.pods.values():
         (b.assume if assumed else b.add_pod)(cp, where)
+    # Host ports are history too: a port freed by a pod's removal while another pod
+    # holds it is freed again here by a pod that holds it and goes.
+    for where in {w for _, w, _ in m.pods.values()}:
+        held = set().union(*(ports for w, ports in m.pod_ports.values() if w == where))
+        freed = held - m.ports.get(where, set())
+        if freed:
+            ghost = CompiledPod(
+                "freed-ports",
+                "default",
+                "freed-ports",
+                requests={},
+                non_zero_cpu=0,
+                non_zero_memory=0,
+                host_ports=sorted(freed),
+            )
+            b.add_pod(ghost, where)
+            b.remove_pod("freed-ports")
     for cp, where in m.nominations.values():
         b.set_nominated(cp, where)
     return b
