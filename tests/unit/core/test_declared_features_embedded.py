@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from ksched.config import DEFAULT_FEATURE_GATES, FeatureGates, load_config_bytes
+from ksched.config.features import FeatureGate, FeatureGateError
 from ksched.profiles import build_profiles
 from ksched.scheduler import Scheduler
 from ksched.sim import InMemoryCluster
@@ -24,17 +25,14 @@ RESTART_ALL = "RestartAllContainersOnContainerExits"
 DRIVER = "gpu.example.com"
 IS_H100 = f'device.attributes["{DRIVER}"].model == "h100"'
 CONFIG = b"apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-#: Every gate that depends on NodeDeclaredFeatures goes off with it, as
-#: kube-scheduler's gate validation demands.
-GATE_OFF = DEFAULT_FEATURE_GATES.with_flags(
-    {
-        "NodeDeclaredFeatures": False,
-        "RestartAllContainersOnContainerExits": False,
-        "ExtendWebSocketsToKubelet": False,
-        "InPlacePodLevelResourcesVerticalScaling": False,
-        "InPlacePodVerticalScalingInitContainers": False,
-    }
+#: ``--feature-gates`` with NodeDeclaredFeatures off: every gate that depends on it goes
+#: off with it, as kube-scheduler's gate validation demands.
+GATES_OFF_FLAG = (
+    "NodeDeclaredFeatures=false,RestartAllContainersOnContainerExits=false,"
+    "ExtendWebSocketsToKubelet=false,InPlacePodLevelResourcesVerticalScaling=false,"
+    "InPlacePodVerticalScalingInitContainers=false"
 )
+GATE_OFF = FeatureGate.from_flags([GATES_OFF_FLAG]).config_gates()
 #: upstream's FailedScheduling text for two nodes that lack the feature (the default
 #: profile's DynamicResources and DefaultPreemption PostFilters add theirs).
 WANT = (
@@ -156,8 +154,8 @@ def test_profiles_place_the_plugin_after_dynamic_resources(
 
 def test_turning_the_gate_off_alone_is_refused_as_upstream() -> None:
     """Four gates on by default depend on NodeDeclaredFeatures (kube_features.go)."""
-    with pytest.raises(ValueError) as err:
-        DEFAULT_FEATURE_GATES.with_flags({"NodeDeclaredFeatures": False})
+    with pytest.raises(FeatureGateError) as err:
+        FeatureGate.from_flags(["NodeDeclaredFeatures=false"])
     assert (
         "RestartAllContainersOnContainerExits is enabled, but depends on features that "
         "are disabled: [NodeDeclaredFeatures]"
