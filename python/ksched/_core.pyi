@@ -72,11 +72,13 @@ class CompiledPod:
         start_time: float | None = None,
         fit_score_requests: dict[str, int] | None = None,
         volumes: dict[str, Any] | None = None,
+        required_features: list[str] = ...,
     ) -> CompiledPod:
         """``volumes`` is what ``spec.volumes`` says that the volume plugins read
         (``ksched.api.volume.volume_spec``): ``claims`` and ``limit_claims`` (claim
         names), ``disks`` as ``(kind, key, monitors, pool, image, read_only)`` and
-        ``inline`` migrated volumes as ``(driver, handle)``."""
+        ``inline`` migrated volumes as ``(driver, handle)``. ``required_features`` are
+        the node declared features scheduling the pod requires (NodeDeclaredFeatures)."""
     def with_requests(self, requests: list[Any]) -> CompiledPod:
         """A copy with the kernel requests of one attempt attached (the volume plugins'
         PreFilter results); a later request of one class replaces an earlier one."""
@@ -92,6 +94,9 @@ class CompiledPod:
     def name(self) -> str: ...
     @property
     def requests(self) -> dict[str, int]: ...
+    @property
+    def required_features(self) -> list[str]:
+        """The node declared features scheduling the pod requires."""
     @property
     def priority(self) -> int: ...
     @property
@@ -173,7 +178,9 @@ class VolumeBindingRequest:
 @final
 class Profile:
     """The Filter plugins (in order), Score plugins with weights, their args (upstream
-    JSON shape, keyed by plugin name) and the effective percentageOfNodesToScore."""
+    JSON shape, keyed by plugin name) and the effective percentageOfNodesToScore.
+    ``dynamic_resources_at`` is how many of ``filters`` come before DynamicResources'
+    Filter in the profile's order (None: all of them)."""
 
     def __new__(
         cls,
@@ -181,6 +188,7 @@ class Profile:
         scores: list[tuple[str, int]],
         plugin_args: dict[str, dict[str, object]] | None = None,
         percentage_of_nodes_to_score: int = 0,
+        dynamic_resources_at: int | None = None,
     ) -> Profile: ...
     @property
     def filters(self) -> list[str]: ...
@@ -188,6 +196,8 @@ class Profile:
     def scores(self) -> list[tuple[str, int]]: ...
     @property
     def percentage_of_nodes_to_score(self) -> int: ...
+    @property
+    def dynamic_resources_at(self) -> int | None: ...
 
 @final
 class DraDevices:
@@ -348,7 +358,10 @@ class Snapshot:
         taints: list[tuple[str, str, str]] = ...,
         unschedulable: bool = False,
         images: list[tuple[list[str], int]] = ...,
-    ) -> None: ...
+        declared_features: list[str] = ...,
+    ) -> None:
+        """``declared_features``: the node's declared features among the registered
+        ones (NodeDeclaredFeatures)."""
     def upsert_namespace(self, name: str, labels: dict[str, str] | None = None) -> None: ...
     def remove_namespace(self, name: str) -> bool: ...
     def remove_node(self, name: str) -> bool: ...

@@ -701,7 +701,9 @@ class Scheduler:
             return
         updating = _perf() - start
         latency = self.metrics.event_handling_duration
-        for event in node_scheduling_properties_change(old, new):
+        for event in node_scheduling_properties_change(
+            old, new, declared_features=self.feature_gates.node_declared_features
+        ):
             moving = _perf()
             self.queue.move_all_to_active_or_backoff(event, old, new)
             latency.observe((event.label,), updating + _perf() - moving)

@@ -27,6 +27,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
 use crate::plugins::inter_pod_affinity::CompiledAffinity;
+use crate::plugins::node_declared_features::{FeatureSet, FeatureTable};
 use crate::plugins::node_ports::{self, HostPort};
 use crate::plugins::taint::{Effect, Taint};
 use crate::pod::CompiledPod;
@@ -74,6 +75,8 @@ pub struct NodeSpec {
     pub unschedulable: bool,
     /// `(names, size in bytes)` of the images on the node.
     pub images: Vec<(Vec<String>, i64)>,
+    /// `status.declaredFeatures` mapped onto the feature registry (NodeDeclaredFeatures).
+    pub declared_features: Vec<String>,
 }
 
 /// One image name across the cluster (upstream `fwk.ImageStateSummary`).
@@ -131,6 +134,9 @@ pub struct Snapshot {
     label_col_of: Vec<u32>,
     pub label_cols: Vec<Vec<u32>>,
     pub node_labels: Vec<Vec<(u32, u32)>>,
+    /// Node declared feature names → bits, and each slot's declared features over them.
+    pub feature_table: FeatureTable,
+    pub declared_features: Vec<FeatureSet>,
 
     /// Pods, in a slab indexed by `pod_index`.
     pub pods: Vec<Option<PodRecord>>,
@@ -214,6 +220,8 @@ impl Snapshot {
             label_col_of: Vec::new(),
             label_cols: Vec::new(),
             node_labels: Vec::new(),
+            feature_table: FeatureTable::default(),
+            declared_features: Vec::new(),
             pods: Vec::new(),
             pod_index: AHashMap::new(),
             free_pods: Vec::new(),
@@ -346,6 +354,7 @@ impl Snapshot {
                     col.push(0);
                 }
                 self.node_labels.push(Vec::new());
+                self.declared_features.push(FeatureSet::default());
                 self.node_pods.push(Vec::new());
                 self.slot_gen.push(0);
                 self.nominated_on.push(0);
@@ -407,6 +416,7 @@ impl Snapshot {
                 self.num_hard_taints -= 1;
             }
         }
+        self.declared_features[i] = FeatureSet::default();
         let old = std::mem::take(&mut self.node_labels[i]);
         for (k, _) in old {
             if let Some(&c) = self.label_index.get(&k) {
@@ -464,6 +474,7 @@ impl Snapshot {
         }
         labels.sort_unstable();
         self.node_labels[i] = labels;
+        self.declared_features[i] = self.feature_table.set_of(&spec.declared_features);
         // Upstream addNodeImageStates: a name new to the cluster takes this node's size;
         // a known one keeps the size it has.
         let mut images: Vec<u32> = Vec::new();

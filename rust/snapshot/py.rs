@@ -310,8 +310,10 @@ impl Snapshot {
     }
 
     /// Add or replace a node. `allocatable` maps resource names to canonical integer
-    /// amounts; `taints` are `(key, value, effect)`.
-    #[pyo3(name = "upsert_node", signature = (name, allocatable, labels = None, taints = Vec::new(), unschedulable = false, images = Vec::new()))]
+    /// amounts; `taints` are `(key, value, effect)`; `declared_features` the node's
+    /// declared features among the registered ones.
+    #[pyo3(name = "upsert_node", signature = (name, allocatable, labels = None, taints = Vec::new(), unschedulable = false, images = Vec::new(), declared_features = Vec::new()))]
+    #[allow(clippy::too_many_arguments)]
     fn py_upsert_node(
         &mut self,
         name: String,
@@ -320,11 +322,13 @@ impl Snapshot {
         taints: Vec<(String, String, String)>,
         unschedulable: bool,
         images: Vec<(Vec<String>, i64)>,
+        declared_features: Vec<String>,
     ) -> PyResult<()> {
         let mut spec = NodeSpec {
             name,
             unschedulable,
             images,
+            declared_features,
             ..NodeSpec::default()
         };
         for (k, v) in allocatable.iter() {

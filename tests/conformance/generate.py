@@ -31,6 +31,8 @@ field a built-in plugin reads is drawn somewhere:
 * workloads for default spreading: Services, ReplicaSets, StatefulSets,
   ReplicationControllers (the pod is owned by one or selected by one);
 * PodDisruptionBudgets, for preemption;
+* node declared features (registered and unknown names) and pods whose container
+  restart rules need RestartAllContainersOnContainerExits (NodeDeclaredFeatures);
 * the configuration: ``percentageOfNodesToScore: 100`` always; one or two profiles
   (the pod uses one), plugins disabled or reweighted, and non-default args for every
   plugin (every scoring strategy of NodeResourcesFit with its resources and shape,
@@ -911,6 +913,39 @@ def preemption_args(g: Gen) -> Obj:
     }
 
 
+#: Node declared features the generator draws from: registered ones and others, in the
+#: shape kube-apiserver validates (``UpperCamelCase`` segments separated by ``/``).
+NODE_FEATURES = [
+    "ExtendWebSocketsToKubelet",
+    "InPlacePodVerticalScalingInitContainers",
+    "RestartAllContainersOnContainerExits",
+    "RestartAllContainersOnContainerExitz",
+    "UserNamespacesHostNetworkSupport",
+    "Vendor/fastPath",
+]
+
+
+def declared_features(g: Gen, nodes: list[Obj], pod: Obj) -> list[Obj]:
+    """NodeDeclaredFeatures: nodes declare features (a sorted list, as the apiserver
+    requires), and the pod sometimes needs RestartAllContainersOnContainerExits (an app
+    container restart rule with the RestartAllContainers action). No objects of its own.
+    ``hostNetwork`` with ``hostUsers: false`` is not drawn: kube-apiserver refuses it
+    without the UserNamespacesHostNetworkSupport gate (alpha, off)."""
+    for node in nodes:
+        if g.chance(0.5):
+            node["status"]["declaredFeatures"] = sorted(set(g.some(NODE_FEATURES, 0, 3)))
+            g.tag("node:declaredFeatures")
+    if g.chance(0.3):
+        c = g.pick(pod["spec"]["containers"])
+        c.setdefault("restartPolicy", g.pick(["Never", "OnFailure", "Always"]))
+        action = g.pick(["RestartAllContainers", "RestartAllContainers", "Restart"])
+        c["restartPolicyRules"] = [
+            {"action": action, "exitCodes": {"operator": "In", "values": [42]}}
+        ]
+        g.tag(f"pod:restartPolicyRules.{action}")
+    return []
+
+
 @dataclass(frozen=True)
 class PluginSpec:
     """A plugin the generator knows: its args' kind and generator (None: no args), and,
@@ -936,6 +971,7 @@ PLUGINS = [
     PluginSpec("InterPodAffinity", "InterPodAffinityArgs", inter_pod_affinity_args),
     PluginSpec("NodeAffinity", "NodeAffinityArgs", node_affinity_args),
     PluginSpec("DefaultPreemption", "DefaultPreemptionArgs", preemption_args),
+    PluginSpec("NodeDeclaredFeatures", objects=declared_features),
 ]
 
 
