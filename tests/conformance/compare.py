@@ -11,7 +11,8 @@ Aspects (each agrees or not, with a readable detail when not):
 * ``totals``: every feasible node's total score;
 * ``chosen``: the node the cycle picked;
 * ``message``: the FailedScheduling event (its text, type, action and pod), or on
-  success the binding's Scheduled event;
+  success the binding's Scheduled event (or both sides' binding cycle left waiting in
+  VolumeBinding's PreBind for a PV controller neither runs);
 * ``condition``: the PodScheduled condition written on failure (type, status, reason,
   message, observedGeneration, whether lastTransitionTime is set);
 * ``nomination``: ``status.nominatedNodeName`` after a failed cycle;
@@ -206,6 +207,12 @@ def compare(up: Obj, ks: Obj) -> Comparison:
             out.fail("chosen", f"ksched {ks_chosen!r} fails ksched's own filters")
 
     out.check("message", _events(up["events"], up_chosen), _events(ks["events"], ks_chosen))
+    out.check(
+        "message",
+        bool(up.get("bindingPending")),
+        bool(ks.get("bindingPending")),
+        "binding left waiting in VolumeBinding's PreBind",
+    )
     if up_chosen is None:
         out.check("condition", _condition(up.get("condition")), _condition(ks.get("condition")))
     if up_chosen is None:

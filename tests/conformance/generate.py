@@ -56,6 +56,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ksched.profiles import implemented_plugin_names
+from tests.conformance.generate_dra import dra_args, dra_objects
+from tests.conformance.generate_volumes import volume_binding_args, volume_objects
 
 Obj = dict[str, Any]
 
@@ -170,6 +172,8 @@ class Gen:
         self.uids = 0
         #: A preemption case: a high-priority pod, a fuller cluster of lower ones.
         self.preemption = False
+        #: The bound pods of the case (the plugins' object hooks give some volumes).
+        self.existing: list[Obj] = []
 
     # ---- random helpers ----------------------------------------------------------
 
@@ -936,6 +940,8 @@ PLUGINS = [
     PluginSpec("InterPodAffinity", "InterPodAffinityArgs", inter_pod_affinity_args),
     PluginSpec("NodeAffinity", "NodeAffinityArgs", node_affinity_args),
     PluginSpec("DefaultPreemption", "DefaultPreemptionArgs", preemption_args),
+    PluginSpec("VolumeBinding", "VolumeBindingArgs", volume_binding_args, objects=volume_objects),
+    PluginSpec("DynamicResources", "DynamicResourcesArgs", dra_args, objects=dra_objects),
 ]
 
 
@@ -1043,6 +1049,7 @@ def generate(
             else g.rng.randint(0, 12)
         )
     ]
+    g.existing = existing
     nominated = [
         nominated_pod(g, i, nodes) for i in range(g.rng.randint(0, 2) if g.chance(0.3) else 0)
     ]

@@ -10,7 +10,10 @@ the case's pod is taken out of the queue (:meth:`SchedulingQueue.pop_specific`, 
 upstream's harness takes it) and :meth:`Scheduler.schedule_popped` runs its cycle, the
 very call of the scheduler's loop. The binding, the FailedScheduling event, the
 PodScheduled condition, a nomination and preemption's deletions then reach the embedded
-cluster, and are read back from there.
+cluster, and are read back from there. The chosen node is the one the cycle handed to
+the binding cycle (upstream's harness reports the node Reserve got); a binding cycle
+whose VolumeBinding PreBind waits for the PV controller (neither side runs one) is
+cancelled and reported ``bindingPending``.
 
 The per-node view (every node's Filter status and each Score plugin's normalized score)
 comes from :meth:`ksched._core.Snapshot.explain` on the scheduler's own snapshot just
@@ -27,6 +30,7 @@ from typing import Any
 
 from ksched.cluster import KIND_NAMES
 from ksched.config import load_config_bytes
+from ksched.framework.interface import CORE_FILTER_KEY, NodeInfo
 from ksched.framework.registry import default_registry
 from ksched.run import new_scheduler
 from ksched.sim import InMemoryCluster
@@ -43,16 +47,105 @@ class RecordingCluster(InMemoryCluster):
     def __init__(self) -> None:
         super().__init__()
         self.deleted: list[str] = []
+        #: Set by VolumeBinding's PreBind writes (see :data:`PV_CONTROLLER_KINDS`).
+        self.binding_pending = asyncio.Event()
 
     async def delete_pod(self, *, namespace: str, name: str, uid: str) -> None:
         self.deleted.append(f"{namespace}/{name}")
         await super().delete_pod(namespace=namespace, name=name, uid=uid)
+
+    async def update_object(self, *, kind: Any, obj: Obj, subresource: str = "") -> Obj:
+        out = await super().update_object(kind=kind, obj=obj, subresource=subresource)
+        if kind in PV_CONTROLLER_KINDS:
+            self.binding_pending.set()
+        return out
+
+
+#: The kinds only VolumeBinding's PreBind writes, and then waits for the PV controller
+#: to bind: neither the embedded cluster nor upstream's harness runs one, so the binding
+#: cycle is left pending there and cancelled (upstream's harness does the same).
+PV_CONTROLLER_KINDS = frozenset({"persistentvolumes", "persistentvolumeclaims"})
 
 
 def _status(entry: Obj | None) -> Obj | None:
     if entry is None:
         return None
     return {"code": entry["code"], "plugin": entry["plugin"], "reasons": list(entry["reasons"])}
+
+
+class _CycleView:
+    """Every node's Filter status and scores as the pod's cycle sees them.
+
+    The view is taken inside the cycle, once its PreFilters have run and before it
+    places the pod: the Kernel PreFilters' requests (the volume plugins') are attached
+    to the compiled pod then and the Python PreFilters (VolumeBinding's claims,
+    DynamicResources' allocator) have written the cycle state the Rust filters read. A
+    PreFilter that rejects gives every node its status (upstream's diagnosis); the
+    Python Filter plugins run on the nodes the Rust filters pass. The framework's
+    PreFilter methods are wrapped for the one cycle (their results pass through
+    unchanged); a pod whose cycle runs no PreFilter of them gets the view from just
+    before the cycle."""
+
+    def __init__(self, sched: Any, fw: Any, info: Any) -> None:
+        # The framework the cycle runs for this pod (a view without the plugins that
+        # ignore it, or the profile's own).
+        self.sched, self.fw, self.info = sched, fw.for_pod(info.pod), info
+        self._rows: list[Obj] = self._explain(info.compiled, None)
+        self._kernel_pre_filter = self.fw.run_kernel_pre_filter
+        self._pre_filter = self.fw.run_pre_filter
+        self.fw.run_kernel_pre_filter = self.run_kernel_pre_filter
+        self.fw.run_pre_filter = self.run_pre_filter
+
+    def restore(self) -> None:
+        del self.fw.run_kernel_pre_filter
+        del self.fw.run_pre_filter
+
+    def rows(self) -> list[Obj]:
+        return self._rows
+
+    def _mine(self, pod: Any) -> bool:
+        return bool(pod.uid == self.info.pod.uid)
+
+    def _explain(self, compiled: Any, state: Any) -> list[Obj]:
+        dra = None if state is None else state.get(CORE_FILTER_KEY)
+        rows: list[Obj] = self.sched.cache.snapshot.explain(
+            compiled, self.fw.profile.kernels, dra=dra
+        )
+        return rows
+
+    def _rejected(self, status: Any) -> None:
+        entry = {"code": status.code.value, "plugin": status.plugin, "reasons": status.reasons}
+        for r in self._rows:
+            r["status"] = entry
+            r["scores"] = {}
+
+    def run_kernel_pre_filter(self, state: Any, pod: Any, compiled: Any) -> Any:
+        out, failed = self._kernel_pre_filter(state, pod, compiled)
+        if self._mine(pod):
+            self._rows = self._explain(out, state)
+            if failed is not None:
+                self._rejected(failed)
+        return out, failed
+
+    def run_pre_filter(self, state: Any, pod: Any) -> Any:
+        names, status = self._pre_filter(state, pod)
+        if not self._mine(pod):
+            return names, status
+        self._rows = self._explain(self.info.compiled, state)
+        if status is not None:
+            self._rejected(status)
+            return names, status
+        for r in self._rows:
+            if r["status"] is not None:
+                continue
+            ni = NodeInfo(
+                r["node"], self.sched.cache.nodes.get(r["node"]), self.sched.cache.snapshot
+            )
+            fs = self.fw.run_filter(state, pod, ni)
+            if fs is not None:
+                r["status"] = {"code": fs.code.value, "plugin": fs.plugin, "reasons": fs.reasons}
+                r["scores"] = {}
+        return names, status
 
 
 async def run_case(objects: list[Obj], config: Obj | None, pod_key: str, seed: int) -> Obj:
@@ -82,8 +175,20 @@ async def run_case(objects: list[Obj], config: Obj | None, pod_key: str, seed: i
         fw = sched.frameworks[info.pod.scheduler_name]
         kernels = fw.profile.kernels
         weights = dict(kernels.scores)
-        rows = sched.cache.snapshot.explain(info.compiled, kernels)
+        view = _CycleView(sched, fw, info)
         report["profile"] = info.pod.scheduler_name
+        reserved: list[str] = []
+        spawn = sched.binder.spawn
+
+        def observed_spawn(popped: Any, node: str, *args: Any, **kwargs: Any) -> None:
+            if popped.pod.uid == uid:
+                reserved.append(node)  # the node the cycle reserved (upstream: Reserve)
+            spawn(popped, node, *args, **kwargs)
+
+        sched.binder.spawn = observed_spawn  # type: ignore[method-assign]
+        await sched.schedule_popped(info)
+        view.restore()
+        rows = view.rows()
         report["filters"] = {r["node"]: _status(r["status"]) for r in rows}
         report["examined"] = [r["node"] for r in rows]
         report["scores"] = [
@@ -95,7 +200,20 @@ async def run_case(objects: list[Obj], config: Obj | None, pod_key: str, seed: i
             for r in sorted(rows, key=lambda r: r["node"])
             if r["status"] is None
         ]
-        await sched.schedule_popped(info)
+        report["bindingPending"] = False
+        if reserved:
+            # The binding cycle ends with the Scheduled event, or waits in PreBind.
+            pending = asyncio.ensure_future(cluster.binding_pending.wait())
+            drained = asyncio.ensure_future(sched.binder.drain())
+            await asyncio.wait({pending, drained}, return_when=asyncio.FIRST_COMPLETED)
+            if pending.done():
+                # PreBind asked the PV controller (a bindTimeoutSeconds of 0 may have
+                # failed the binding already: upstream's harness stops at the same write).
+                report["bindingPending"] = True
+                sched.binder.cancel()
+            for t in (pending, drained):
+                t.cancel()
+            await asyncio.gather(pending, drained, return_exceptions=True)
         # What the queue keeps for the pod's requeueing (its rejector plugins).
         report["unschedulablePlugins"] = sorted(info.unschedulable_plugins)
         report["pendingPlugins"] = sorted(info.pending_plugins)
@@ -103,7 +221,8 @@ async def run_case(objects: list[Obj], config: Obj | None, pod_key: str, seed: i
         await sched.shutdown()
         stopped = True
         after = cluster.get("pods", pod_key) or {}
-        report["chosen"] = (after.get("spec") or {}).get("nodeName") or None
+        report["chosen"] = reserved[0] if reserved else None
+        report["boundTo"] = (after.get("spec") or {}).get("nodeName") or None
         status = after.get("status") or {}
         cond = next(
             (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"),
@@ -123,6 +242,9 @@ async def run_case(objects: list[Obj], config: Obj | None, pod_key: str, seed: i
                 "note": e.get("note"),
             }
             for e in cluster.events
+            # After a successful scheduling cycle only the binding's Scheduled event is
+            # compared (upstream's harness records no other event of the binding cycle).
+            if not reserved or e.get("reason") == "Scheduled"
         ]
         report["deleted"] = sorted(cluster.deleted)
     finally:

@@ -49,6 +49,7 @@ import (
 	"k8s.io/kubernetes/pkg/registry/core/service"
 	"k8s.io/kubernetes/pkg/registry/policy/poddisruptionbudget"
 	"k8s.io/kubernetes/pkg/registry/resource/deviceclass"
+	"k8s.io/kubernetes/pkg/registry/resource/resourceclaim"
 	"k8s.io/kubernetes/pkg/registry/resource/resourceslice"
 	"k8s.io/kubernetes/pkg/registry/scheduling/priorityclass"
 	"k8s.io/kubernetes/pkg/registry/storage/csidriver"
@@ -88,9 +89,12 @@ var kinds = map[schema.GroupVersionKind]kindInfo{
 	{Group: "storage.k8s.io", Version: "v1", Kind: "VolumeAttachment"}:   {gvr("storage.k8s.io", "v1", "volumeattachments"), volumeattachment.Strategy, volumeattachment.StatusStrategy},
 	{Group: "resource.k8s.io", Version: "v1", Kind: "DeviceClass"}:       {gvr("resource.k8s.io", "v1", "deviceclasses"), deviceclass.Strategy, nil},
 	{Group: "resource.k8s.io", Version: "v1", Kind: "ResourceSlice"}:     {gvr("resource.k8s.io", "v1", "resourceslices"), resourceslice.Strategy, nil},
-	// ResourceClaim(Template)s: their strategies need a namespace client and an
-	// authorizer (admin access, binding checks) and a request user in the context.
+	// ResourceClaims: the strategy's namespace client and authorizer serve admin-access
+	// requests and status authorization, which cases do not make (nil here).
+	{Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaim"}: {gvr("resource.k8s.io", "v1", "resourceclaims"), claimStrategy, resourceclaim.NewStatusStrategy(claimStrategy)},
 }
+
+var claimStrategy = resourceclaim.NewStrategy(nil, nil)
 
 func gvr(group, version, resource string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: group, Version: version, Resource: resource}
