@@ -33,7 +33,11 @@ Upstream's random choices are normalized, not counted (the README lists them):
   order, which is not compared;
 * NodeResourcesFit lists the "Insufficient <resource>" reasons of scalar resources
   (extended resources, hugepages) in Go map order (``fitsRequest`` ranges over
-  ``ScalarResources``): they are compared sorted, after the fixed-order ones.
+  ``ScalarResources``): they are compared sorted, after the fixed-order ones;
+* a Filter that fails with an error (DynamicResources on a CEL runtime error) cancels
+  upstream's parallel search: which nodes were examined by then, and which of them
+  DynamicResources reports "asked by caller to stop allocating devices", is goroutine
+  timing; only the nodes with the error are compared (and the message, in full).
 
 A Score plugin whose PreScore skips the pod is absent from upstream's scores; it
 counts as 0 (ksched reports its 0).
@@ -146,6 +150,14 @@ def compare(up: Obj, ks: Obj) -> Comparison:
     examined = list(dict.fromkeys(up["examined"]))
     up_filters: dict[str, Obj | None] = up["filters"]
     ks_filters: dict[str, Obj | None] = ks["filters"]
+    failure = up.get("failure") or {}
+    if failure.get("code") == "Error" and any(
+        s is not None and s["code"] == "Error" for s in up_filters.values()
+    ):
+        # A Filter error aborted upstream's parallel search: the nodes examined, and
+        # what DynamicResources' cancelled allocations said, depend on goroutine timing.
+        # Only the nodes with the error are compared.
+        examined = [n for n in examined if (up_filters.get(n) or {}).get("code") == "Error"]
 
     # Feasibility and statuses, on the nodes upstream examined.
     up_feasible = sorted(n for n in examined if up_filters.get(n) is None)

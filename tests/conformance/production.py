@@ -30,7 +30,7 @@ from typing import Any
 
 from ksched.cluster import KIND_NAMES
 from ksched.config import load_config_bytes
-from ksched.framework.interface import CORE_FILTER_KEY, NodeInfo
+from ksched.framework.interface import CORE_FILTER_KEY, NodeInfo, NodeScore
 from ksched.framework.registry import default_registry
 from ksched.run import new_scheduler
 from ksched.sim import InMemoryCluster
@@ -91,14 +91,19 @@ class _CycleView:
         # ignore it, or the profile's own).
         self.sched, self.fw, self.info = sched, fw.for_pod(info.pod), info
         self._rows: list[Obj] = self._explain(info.compiled, None)
+        #: node -> Python Score plugin -> weighted score, as the cycle's run_score.
+        self.python_scores: dict[str, dict[str, int]] = {}
         self._kernel_pre_filter = self.fw.run_kernel_pre_filter
         self._pre_filter = self.fw.run_pre_filter
+        self._score = self.fw.run_score
         self.fw.run_kernel_pre_filter = self.run_kernel_pre_filter
         self.fw.run_pre_filter = self.run_pre_filter
+        self.fw.run_score = self.run_score
 
     def restore(self) -> None:
         del self.fw.run_kernel_pre_filter
         del self.fw.run_pre_filter
+        del self.fw.run_score
 
     def rows(self) -> list[Obj]:
         return self._rows
@@ -133,8 +138,20 @@ class _CycleView:
             return names, status
         self._rows = self._explain(self.info.compiled, state)
         if status is not None:
-            self._rejected(status)
+            kernels = self.fw.profile.kernels
+            result = self.sched.cache.snapshot.schedule(self.info.compiled, kernels, True)
+            if result.pre_filter_msg is None:
+                # Else a built-in PreFilter rejected first: the explained rows say so.
+                self._rejected(status)
             return names, status
+        dra = state.get(CORE_FILTER_KEY)
+        if dra is not None and dra.error:
+            # The cycle fails with this Filter error (upstream: an Error status).
+            for r in self._rows:
+                st = r["status"]
+                if st is not None and list(st["reasons"]) == [dra.error]:
+                    msg = f'running "DynamicResources" filter plugin: {dra.error}'
+                    r["status"] = {"code": "Error", "plugin": st["plugin"], "reasons": [msg]}
         for r in self._rows:
             if r["status"] is not None:
                 continue
@@ -146,6 +163,23 @@ class _CycleView:
                 r["status"] = {"code": fs.code.value, "plugin": fs.plugin, "reasons": fs.reasons}
                 r["scores"] = {}
         return names, status
+
+    def run_score(self, state: Any, pod: Any, nodes: Any) -> Any:
+        totals, status = self._score(state, pod, nodes)
+        if self._mine(pod) and status is None:
+            # The cycle's totals per plugin: each Python Score plugin again on the same
+            # state (their Score and NormalizeScore only read it).
+            for p in self.fw.points.score:
+                if p.name in state.skip_score_plugins:
+                    continue
+                scores = [NodeScore(n.name, int(p.score(state, pod, n))) for n in nodes]
+                normalize = getattr(p, "normalize_score", None)
+                if callable(normalize):
+                    normalize(state, pod, scores)
+                weight = self.fw.score_weights.get(p.name, 1)
+                for x in scores:
+                    self.python_scores.setdefault(x.name, {})[p.name] = x.score * weight
+        return totals, status
 
 
 async def run_case(objects: list[Obj], config: Obj | None, pod_key: str, seed: int) -> Obj:
@@ -191,11 +225,15 @@ async def run_case(objects: list[Obj], config: Obj | None, pod_key: str, seed: i
         rows = view.rows()
         report["filters"] = {r["node"]: _status(r["status"]) for r in rows}
         report["examined"] = [r["node"] for r in rows]
+        py_scores = view.python_scores
         report["scores"] = [
             {
                 "node": r["node"],
-                "plugins": {p: s["normalized"] * weights.get(p, 1) for p, s in r["scores"].items()},
-                "total": r["total"],
+                "plugins": {
+                    **{p: s["normalized"] * weights.get(p, 1) for p, s in r["scores"].items()},
+                    **py_scores.get(r["node"], {}),
+                },
+                "total": r["total"] + sum(py_scores.get(r["node"], {}).values()),
             }
             for r in sorted(rows, key=lambda r: r["node"])
             if r["status"] is None
