@@ -40,9 +40,10 @@ field a built-in plugin reads is drawn somewhere:
   DefaultPreemption's candidate numbers).
 
 Plugins are a table (:data:`PLUGINS`): one entry per plugin with the generator of its
-args and of the features it tests, so plugins whose objects are not generated yet (the
-volume plugins, DynamicResources: they run in every case, without volumes or claims)
-add an entry and the fields their objects need. In-tree plugins ksched
+args and of the features it tests, and for plugins that read more than nodes and pods
+a hook making their objects: VolumeBinding's makes what the four volume plugins read
+(:mod:`tests.conformance.generate_volumes`), DynamicResources' the DRA objects
+(:mod:`tests.conformance.generate_dra`). In-tree plugins ksched
 does not implement yet are disabled in every generated profile (computed from ksched's
 build, :func:`ksched.profiles.implemented_plugin_names`), so cases compare the plugins
 ksched has, and a plugin that lands joins the cases without a change here.

@@ -116,6 +116,16 @@ class _CycleView:
         rows: list[Obj] = self.sched.cache.snapshot.explain(
             compiled, self.fw.profile.kernels, dra=dra
         )
+        for r in rows:
+            st = r["status"]
+            if st is not None and st["code"] == "Error":
+                # The cycle's status of a Filter error (schedule_one._kernel_error, as
+                # upstream's RunFilterPlugins wraps it).
+                msg = ", ".join(st["reasons"])
+                r["status"] = {
+                    **st,
+                    "reasons": [f'running "{st["plugin"]}" filter plugin: {msg}'],
+                }
         return rows
 
     def _rejected(self, status: Any) -> None:

@@ -85,6 +85,26 @@ def test_every_plugin_gets_non_default_args_somewhere() -> None:
         "scenario:preemption",
         "args:NodeResourcesFit.RequestedToCapacityRatio",
         "args:InterPodAffinity.ignorePreferredTermsOfExistingPods",
+        "args:VolumeBinding.bindTimeoutSeconds",
+        "args:DynamicResources",
+        "volume:pvc.bound",
+        "volume:pvc.unbound.sc-immediate",
+        "volume:pvc.unbound.sc-wffc",
+        "volume:pvc.missing",
+        "volume:ephemeral",
+        "volume:pv.nodeAffinity",
+        "volume:csinode.allocatable",
+        "volume:csinode.migrated-plugins",
+        "volume:csistoragecapacity",
+        "volume:inline.rbd",
+        "volume:inline.iscsi",
+        "existing:pvc",
+        "dra:slices",
+        "dra:request.firstAvailable",
+        "dra:request.All",
+        "dra:constraint.matchAttribute",
+        "dra:claim.from-template",
+        "dra:claim.allocated-in-use",
     ):
         assert features[feature] > 0, feature
 
@@ -98,8 +118,9 @@ def test_a_plugin_entry_adds_its_objects_and_pod_fields_once_implemented() -> No
         return [{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c"}}]
 
     entry = PluginSpec("VolumeBinding", objects=claim_objects)
-    on = generate(1, 0, missing=[], plugins=[*PLUGINS, entry])
+    others = [p for p in PLUGINS if p.objects is None]
+    on = generate(1, 0, missing=[], plugins=[*others, entry])
     assert "pod:pvc" in on.features
     assert [o["kind"] for o in on.objects].count("PersistentVolumeClaim") == 1
-    off = generate(1, 0, missing=["VolumeBinding"], plugins=[*PLUGINS, entry])
+    off = generate(1, 0, missing=["VolumeBinding"], plugins=[*others, entry])
     assert "pod:pvc" not in off.features
