@@ -82,7 +82,9 @@ class Checker:
     def _finish(self, case: Obj, up: Obj) -> Checked:
         if up.get("error"):
             return Checked(case, up, None, None)
-        ks = production.run(up["objects"], case.get("config"), case["pod"], SEED)
+        ks = production.run(
+            up["objects"], case.get("config"), case["pod"], SEED, case.get("featureGates")
+        )
         cmp = compare(up, ks)
         normalized: frozenset[str] = frozenset()
         differs = set(cmp.differences)

@@ -151,16 +151,21 @@ class Case:
     objects: list[Obj]
     pod: str
     features: set[str] = field(default_factory=set)
+    #: Feature gates set for the case (upstream names), besides v1.36's defaults.
+    gates: dict[str, bool] = field(default_factory=dict)
 
     def to_json(self, *, echo: bool = False) -> Obj:
         """The Go harness's input."""
-        return {
+        out: Obj = {
             "id": self.id,
             "config": self.config,
             "objects": self.objects,
             "pod": self.pod,
             "echo": echo,
         }
+        if self.gates:
+            out["featureGates"] = dict(self.gates)
+        return out
 
 
 class Gen:
@@ -175,6 +180,8 @@ class Gen:
         self.preemption = False
         #: The bound pods of the case (the plugins' object hooks give some volumes).
         self.existing: list[Obj] = []
+        #: Feature gates the case turns on or off (both sides run with them).
+        self.gates: dict[str, bool] = {}
 
     # ---- random helpers ----------------------------------------------------------
 
@@ -1080,4 +1087,5 @@ def generate(
         objects=objects,
         pod=f"{meta['namespace']}/{meta['name']}",
         features=g.features,
+        gates=g.gates,
     )

@@ -281,7 +281,7 @@ def inline_disk(g: Gen, i: int) -> Obj:
 def volume_objects(g: Gen, nodes: list[Obj], pod: Obj) -> list[Obj]:
     """The volume objects of a case (see the module docstring); sets the volumes of
     ``pod`` and of the bound pods in ``g.existing``."""
-    if not g.chance(0.45):
+    if not g.chance(0.9 if g.gates.get("StorageCapacityScoring") else 0.45):
         return []
     g.tag("scenario:volumes")
     ns = pod["metadata"]["namespace"]
@@ -307,9 +307,23 @@ def volume_objects(g: Gen, nodes: list[Obj], pod: Obj) -> list[Obj]:
         cls = g.pick(["sc-immediate", "sc-wffc", "sc-static", "sc-static", "sc-ebs", "sc-missing"])
         claims.append(claim(g, f"claim-{i}", ns, cls))
         g.tag(f"volume:pvc.unbound.{cls}")
-    # Available volumes for the delayed claims.
+    # Available volumes for the delayed claims, some made to match one.
+    delayed = [
+        c
+        for c in claims
+        if c["spec"].get("storageClassName") in ("sc-static", "sc-wffc", "sc-ebs")
+        and not c["spec"].get("volumeName")
+    ]
     for _ in range(g.rng.randint(0, 4)):
-        pvs.append(persistent_volume(g, len(pvs), nodes, None))
+        pv = persistent_volume(g, len(pvs), nodes, None)
+        if delayed and g.chance(0.6):
+            c = g.pick(delayed)
+            pv["spec"]["storageClassName"] = c["spec"]["storageClassName"]
+            pv["spec"]["accessModes"] = list(c["spec"]["accessModes"])
+            pv["spec"]["capacity"] = {"storage": g.pick(["20Gi", "50Gi", "100Gi"])}
+            pv["spec"].pop("claimRef", None)
+            g.tag("volume:pv.matches-a-claim")
+        pvs.append(pv)
     # The pod's volumes.
     volumes: list[Obj] = []
     used = g.some(claims, 0, min(3, len(claims)))
@@ -385,4 +399,14 @@ def volume_objects(g: Gen, nodes: list[Obj], pod: Obj) -> list[Obj]:
 
 def volume_binding_args(g: Gen) -> Obj:
     g.tag("args:VolumeBinding.bindTimeoutSeconds")
-    return {"bindTimeoutSeconds": g.pick([0, 1, 30, 600])}
+    args: Obj = {"bindTimeoutSeconds": g.pick([0, 1, 30, 600])}
+    if g.chance(0.4):
+        # The storage capacity score (alpha in v1.36: the case turns its gate on), with
+        # the default shape or one of its own.
+        g.gates["StorageCapacityScoring"] = True
+        g.tag("gate:StorageCapacityScoring")
+        if g.chance(0.6):
+            points = sorted(g.rng.sample(range(0, 101), g.rng.randint(1, 3)))
+            args["shape"] = [{"utilization": u, "score": g.rng.randint(0, 10)} for u in points]
+            g.tag("args:VolumeBinding.shape")
+    return args

@@ -30,6 +30,7 @@ from typing import Any
 
 from ksched.cluster import KIND_NAMES
 from ksched.config import load_config_bytes
+from ksched.config.defaults import DEFAULT_FEATURE_GATES
 from ksched.framework.interface import CORE_FILTER_KEY, NodeInfo, NodeScore
 from ksched.framework.registry import default_registry
 from ksched.run import new_scheduler
@@ -192,19 +193,28 @@ class _CycleView:
         return totals, status
 
 
-async def run_case(objects: list[Obj], config: Obj | None, pod_key: str, seed: int) -> Obj:
-    """ksched's report for one case (see the module docstring)."""
+async def run_case(
+    objects: list[Obj],
+    config: Obj | None,
+    pod_key: str,
+    seed: int,
+    feature_gates: dict[str, bool] | None = None,
+) -> Obj:
+    """ksched's report for one case (see the module docstring); ``feature_gates`` as
+    ``ksched run --feature-gates`` takes them."""
     registry = default_registry()
+    gates = DEFAULT_FEATURE_GATES.with_flags(feature_gates or {})
     cfg = load_config_bytes(
         json.dumps(config or {}).encode(),
         "the case's KubeSchedulerConfiguration",
         extra_plugins=registry.names(),
         extension_points=registry.extension_points(),
+        gates=gates,
     )
     cluster = RecordingCluster()
     for obj in objects:
         cluster.create(RESOURCES[obj["kind"]], obj)  # type: ignore[arg-type]
-    sched = new_scheduler(cfg, cluster, seed=seed, identity="conformance")
+    sched = new_scheduler(cfg, cluster, seed=seed, identity="conformance", gates=gates)
     report: Obj = {"error": ""}
     stopped = False
     try:
@@ -301,9 +311,15 @@ async def run_case(objects: list[Obj], config: Obj | None, pod_key: str, seed: i
     return report
 
 
-def run(objects: list[Obj], config: Obj | None, pod_key: str, seed: int) -> Obj:
+def run(
+    objects: list[Obj],
+    config: Obj | None,
+    pod_key: str,
+    seed: int,
+    feature_gates: dict[str, bool] | None = None,
+) -> Obj:
     """:func:`run_case` on a fresh event loop; an exception becomes ``error``."""
     try:
-        return asyncio.run(run_case(objects, config, pod_key, seed))
+        return asyncio.run(run_case(objects, config, pod_key, seed, feature_gates))
     except Exception as exc:  # reported as the case's ksched error
         return {"error": f"{type(exc).__name__}: {exc}"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from ksched.config import load_config_bytes
+from ksched.config import DEFAULT_FEATURE_GATES, load_config_bytes
 from ksched.profiles import implemented_plugin_names
 from tests.conformance.generate import (
     DEFAULT_PROFILE_PLUGINS,
@@ -37,7 +37,9 @@ def test_the_pod_to_schedule_is_the_last_object_and_pending() -> None:
 
 def test_configurations_load_in_ksched() -> None:
     for i in range(200):
-        load_config_bytes(json.dumps(generate(2, i).config).encode(), f"case {i}")
+        case = generate(2, i)
+        gates = DEFAULT_FEATURE_GATES.with_flags(case.gates)
+        load_config_bytes(json.dumps(case.config).encode(), f"case {i}", gates=gates)
 
 
 def test_unimplemented_plugins_are_disabled_in_every_profile() -> None:
@@ -86,6 +88,8 @@ def test_every_plugin_gets_non_default_args_somewhere() -> None:
         "args:NodeResourcesFit.RequestedToCapacityRatio",
         "args:InterPodAffinity.ignorePreferredTermsOfExistingPods",
         "args:VolumeBinding.bindTimeoutSeconds",
+        "args:VolumeBinding.shape",
+        "gate:StorageCapacityScoring",
         "args:DynamicResources",
         "volume:pvc.bound",
         "volume:pvc.unbound.sc-immediate",

@@ -54,6 +54,8 @@ type Case struct {
 	Pod string `json:"pod"`
 	// Echo asks for the stored objects in the result.
 	Echo bool `json:"echo"`
+	// FeatureGates are set for this case alone (see caseGates).
+	FeatureGates map[string]bool `json:"featureGates"`
 }
 
 // Result is one output line.
@@ -127,6 +129,10 @@ func runCase(c Case) (res Result) {
 			res = Result{ID: c.ID, Error: fmt.Sprintf("panic: %v", r)}
 		}
 	}()
+	if err := setFeatureGates(c.FeatureGates); err != nil {
+		res.Error = err.Error()
+		return res
+	}
 	cfg, err := loadConfig(c.Config)
 	if err != nil {
 		res.Error = err.Error()
