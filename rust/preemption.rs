@@ -35,6 +35,7 @@ use pyo3::prelude::*;
 use rayon::prelude::*;
 
 use crate::cycle::PodState;
+use crate::plugins::dynamic_resources::DraFilter;
 use crate::plugins::node_resources_fit::Freed;
 use crate::plugins::pod_topology_spread as pts;
 use crate::plugins::volume_restrictions::{self, RestrictionsState};
@@ -472,6 +473,11 @@ impl Snapshot {
                 r.plugin.name(),
                 self.error_message(st, slot, &r)
             ))
+        } else if r.plugin == Plugin::DynamicResources && DraFilter::is_error(r.detail) {
+            // DynamicResources keeps its own details: its Filter error (a CEL runtime
+            // error, the timeout) fails the dry run as upstream's Error status does.
+            let msg = st.dra.as_ref().map(|d| d.reason(r.detail)).unwrap_or_default();
+            NotCandidate::Error(format!("running {:?} filter plugin: {msg}", r.plugin.name()))
         } else {
             NotCandidate::Rejected(r)
         }

@@ -468,3 +468,24 @@ async def test_a_pre_filter_rejection_after_node_affinity_names_only_its_plugin(
         info = sched.queue.get(uid)
         assert info is not None
         assert info.unschedulable_plugins == frozenset({"VolumeRestrictions"})
+
+
+async def test_a_filter_error_in_preemptions_dry_run_fails_preemption_with_it() -> None:
+    """A claim whose selector fails at runtime: the cycle's Filter stops at
+    NodeResourcesFit first, but preemption's dry run reaches DynamicResources, whose
+    Error status fails the whole PostFilter with it (upstream RunPostFilterPlugins
+    returns an Error at once, DynamicResources' own reason is dropped), word for word
+    (found by the conformance harness)."""
+    c = cluster(nodes=1, gpus=1)
+    async with Running(c):
+        c.create("pods", make_pod("low", cpu="8", memory="1Gi", node_name="n0", priority=0))
+        c.create("resourceclaims", claim("c", 'device.attributes["gpu.example.com"].nope == 1'))
+        pod = pod_with_claims("p", "c")
+        pod["spec"]["priority"] = 100
+        c.create("pods", pod)
+        await wait_for(lambda: bool(notes(c, "p")))
+        assert notes(c, "p")[0] == (
+            '0/1 nodes are available: 1 Insufficient cpu. preemption: running "DynamicResources"'
+            " filter plugin: claim default/c: selector #0: CEL runtime error: no such key: nope"
+        )
+        assert node_of(c, "p") is None
