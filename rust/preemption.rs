@@ -476,8 +476,15 @@ impl Snapshot {
         } else if r.plugin == Plugin::DynamicResources && DraFilter::is_error(r.detail) {
             // DynamicResources keeps its own details: its Filter error (a CEL runtime
             // error, the timeout) fails the dry run as upstream's Error status does.
-            let msg = st.dra.as_ref().map(|d| d.reason(r.detail)).unwrap_or_default();
-            NotCandidate::Error(format!("running {:?} filter plugin: {msg}", r.plugin.name()))
+            let msg = st
+                .dra
+                .as_ref()
+                .map(|d| d.reason(r.detail))
+                .unwrap_or_default();
+            NotCandidate::Error(format!(
+                "running {:?} filter plugin: {msg}",
+                r.plugin.name()
+            ))
         } else {
             NotCandidate::Rejected(r)
         }
