@@ -2,13 +2,16 @@
 # ksched image: the wheel (Rust extension included) is built with maturin in a Rust +
 # Python builder stage, then installed into python:3.11-slim and run as a non-root user.
 #
-#   docker build -t ksched:0.1.0 .
+#   docker build -t ksched:0.1.0 .            (or: make image)
 #   docker run --rm ksched:0.1.0 --version
 #
 # Reproducible: both base images are pinned by digest (the multi-arch index of the tag
 # named beside it; refresh with `docker buildx imagetools inspect <tag>`), Cargo.lock
 # pins the crates (`--locked`), and constraints.txt pins every Python package, the same
 # set `make test` runs with in CI.
+#
+# It has two commands: `ksched` (the ENTRYPOINT) and `kube-scheduler`, kube-scheduler's
+# drop-in with all of its flags, which deploy/kubeadm/kube-scheduler.yaml runs.
 
 # ---- build: Rust toolchain + CPython 3.11 + maturin -----------------------------------
 FROM rust:1.98.0-slim-bookworm@sha256:1469a27c125cb5a3aebfa4f4e4665d935b02fb72cc093b2c974b3d740e43f157 AS build
@@ -39,7 +42,8 @@ RUN pip install -c /tmp/constraints.txt /tmp/*.whl && rm -f /tmp/*.whl /tmp/cons
     && groupadd --system --gid 10001 ksched \
     && useradd --system --uid 10001 --gid ksched --home-dir /nonexistent --shell /usr/sbin/nologin ksched
 USER 10001:10001
-# HTTPS endpoints: /healthz /livez /readyz /metrics /configz
+# HTTPS endpoints: /healthz /livez /readyz /metrics /metrics/resources /metrics/slis
+# /configz /flagz /statusz /debug/pprof/
 EXPOSE 10259
 ENTRYPOINT ["ksched"]
 CMD ["run", "--config", "/etc/ksched/config.yaml"]

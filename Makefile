@@ -15,7 +15,7 @@ PIP    := $(PY) -m pip
 RUST_SOURCES := $(shell find rust -name '*.rs') Cargo.toml
 PY_LIBDIR = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))')
 
-.PHONY: all wheel install build-dev build-prod constraints control-plane format lint test test-rust test-python test-wheel chaos bench run conformance clean
+.PHONY: all wheel image install build-dev build-prod constraints control-plane format lint test test-rust test-python test-wheel chaos bench run conformance clean
 
 all: lint test
 
@@ -41,6 +41,12 @@ build-prod: install
 wheel: $(VENV)/.deps
 	rm -f dist/ksched-*.whl
 	$(VENV)/bin/maturin build --release --out dist
+
+# The image deploy/ runs (its `kube-scheduler` command is kube-scheduler's drop-in).
+IMAGE ?= ksched:0.1.0
+image:
+	docker build -t $(IMAGE) .
+	docker run --rm --entrypoint kube-scheduler $(IMAGE) --version
 
 format: $(VENV)/.deps
 	$(VENV)/bin/ruff format python tests benches

@@ -89,9 +89,13 @@ impl Snapshot {
         let mut outs = Vec::with_capacity(pods.len());
         let mut placed: Vec<&str> = Vec::new();
         let mut suspended: Vec<(&CompiledPod, String)> = Vec::new();
+        let mut ports = Vec::new();
         for pod in pods {
             let out = self.schedule_within(pod, profile, false, true, within);
             if let Some(slot) = out.chosen {
+                if !pod.host_ports.is_empty() {
+                    self.save_ports(&mut ports, slot);
+                }
                 if let Some(node) = self.nominated.node_of(&pod.uid).map(str::to_string) {
                     self.clear_nominated(&pod.uid);
                     suspended.push((pod, node));
@@ -105,6 +109,7 @@ impl Snapshot {
         for uid in placed {
             self.remove_pod(uid);
         }
+        self.restore_ports(ports);
         for (pod, node) in suspended {
             self.set_nominated(pod, &node);
         }

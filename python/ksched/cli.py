@@ -1,13 +1,17 @@
-"""The ``ksched`` command line.
+"""The ``ksched`` and ``kube-scheduler`` command lines.
 
+``kube-scheduler [flags]`` is kube-scheduler v1.36's command: its 62 flags with pflag's
+syntax (:mod:`ksched.options`), its help, its error output (the usage then
+``Error: ...``, exit 1) and ``--version``; ``ksched run [flags]`` is the same command.
 ``ksched simulate`` runs the whole scheduler on the embedded in-memory cluster and
 reports its figures (``--config`` takes the profiles from a KubeSchedulerConfiguration);
 ``ksched bench`` runs the benchmark workload files (embedded, or on a real apiserver
-side by side with kube-scheduler); ``ksched run`` schedules a real cluster with
-kube-scheduler's flags; ``ksched validate-config FILE`` prints the effective
+side by side with kube-scheduler); ``ksched validate-config FILE`` prints the effective
 configuration or every error in it. Out-of-tree plugins installed under the
-``ksched.plugins`` entry points are known to all of them. The help texts are plain
-text (what ``--help`` prints), written here rather than taken from docstrings.
+``ksched.plugins`` entry points are known to all of them. The help texts of the
+``ksched`` subcommands are plain text (what ``--help`` prints), written here rather than
+taken from docstrings; ``ksched run --help`` is kube-scheduler's. Logs are klog's text
+format (:mod:`ksched.logs`) from the first line on.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from ksched import __version__
+from ksched import __version__, logs
 
 #: ``ksched simulate`` exit statuses.
 EXIT_ALL_PLACED = 0
@@ -85,19 +89,37 @@ def _simulate(args: argparse.Namespace) -> int:
     return EXIT_ERROR
 
 
-def _bool_flag(text: str) -> bool:
-    """A Go ``strconv.ParseBool`` value, as kube-scheduler's boolean flags take."""
-    if text in ("1", "t", "T", "true", "TRUE", "True"):
-        return True
-    if text in ("0", "f", "F", "false", "FALSE", "False"):
-        return False
-    raise argparse.ArgumentTypeError(f"invalid boolean value {text!r}")
+def kube_scheduler(argv: Sequence[str], prog: str = "kube-scheduler") -> int:
+    """``kube-scheduler [flags]`` (cobra's ``Execute`` then ``runCommand``)."""
+    from ksched.options import LONG_HELP, FlagError, HelpRequested, parse
+    from ksched.options.flags import new_flag_sets
+
+    def usage() -> str:
+        return new_flag_sets().usage()
+
+    try:
+        opts = parse(argv)
+    except HelpRequested:
+        print(LONG_HELP + "\n\n" + usage(), end="")
+        return 0
+    except FlagError as exc:
+        print(usage(), file=sys.stderr)
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    if opts.get("help"):
+        print(LONG_HELP + "\n\n" + usage(), end="")
+        return 0
+    if any(opts.args):
+        got = ", ".join(orjson.dumps(a).decode() for a in opts.args)
+        print(f'Error: "{prog}" does not take any arguments, got [{got}]', file=sys.stderr)
+        return 1
+    from ksched import run
+
+    return run.main(opts)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ksched import run
-
-    return run.main(args)
+    return kube_scheduler(args.flags, prog="ksched run")
 
 
 def _validate_config(args: argparse.Namespace) -> int:
@@ -111,70 +133,15 @@ def _validate_config(args: argparse.Namespace) -> int:
 
 
 def _add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``ksched run``: kube-scheduler's flags for scheduling a real cluster."""
+    """``ksched run``: kube-scheduler's command line, flags and all."""
     p = sub.add_parser(
         "run",
-        help="schedule a real cluster until SIGTERM",
-        description="Schedule the pods of a real cluster with kube-scheduler's "
-        "configuration file and flags: elect a leader (leaderElection), serve /healthz, "
-        "/livez, /readyz, /metrics and /configz over HTTPS, and bind until SIGTERM (the "
-        "bindings in flight finish, the Lease is released).",
+        help="schedule a real cluster until SIGTERM (kube-scheduler's flags; see "
+        "'kube-scheduler --help')",
+        add_help=False,
+        prefix_chars="\0",
     )
-    p.add_argument("--config", help="KubeSchedulerConfiguration file")
-    p.add_argument("--kubeconfig", help="overrides clientConnection.kubeconfig")
-    p.add_argument("--master", default="", help="API server URL (overrides the kubeconfig)")
-    p.add_argument(
-        "--leader-elect",
-        type=_bool_flag,
-        nargs="?",
-        const=True,
-        default=None,
-        metavar="BOOL",
-        help="overrides leaderElection.leaderElect",
-    )
-    p.add_argument("--write-config-to", help="write the effective configuration and exit")
-    p.add_argument(
-        "--feature-gates",
-        default="",
-        metavar="A=true,B=false",
-        help="feature gates; ksched uses CoordinatedLeaderElection, StorageCapacityScoring, "
-        "GenericWorkload, GangScheduling and TopologyAwareWorkloadScheduling (all default "
-        "false; WorkloadAwarePreemption is refused)",
-    )
-    serving = p.add_argument_group("secure serving and delegated authentication")
-    serving.add_argument("--bind-address", default="0.0.0.0", help="address of the HTTPS endpoints")
-    serving.add_argument(
-        "--secure-port", type=int, default=10259, help="HTTPS port (0: do not serve)"
-    )
-    serving.add_argument("--tls-cert-file", default="", help="serving certificate (PEM)")
-    serving.add_argument("--tls-private-key-file", default="", help="its private key (PEM)")
-    serving.add_argument(
-        "--client-ca-file", default="", help="CA that authenticates client certificates"
-    )
-    serving.add_argument(
-        "--authentication-kubeconfig",
-        default="",
-        help="kubeconfig for TokenReviews (default: the scheduler's own connection)",
-    )
-    serving.add_argument(
-        "--authorization-kubeconfig",
-        default="",
-        help="kubeconfig for SubjectAccessReviews (default: the scheduler's own connection)",
-    )
-    serving.add_argument(
-        "--authorization-always-allow-paths",
-        default="/healthz,/readyz,/livez",
-        help="paths served without authorization (comma-separated; '*' suffix: prefix)",
-    )
-    p.add_argument(
-        "-v",
-        "--v",
-        dest="verbosity",
-        type=int,
-        default=argparse.SUPPRESS,
-        metavar="N",
-        help="log verbosity (as kube-scheduler's -v)",
-    )
+    p.add_argument("flags", nargs=argparse.REMAINDER)
     p.set_defaults(func=_run)
 
 
@@ -317,12 +284,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    logs.configure(verbosity=0)
+    if argv[:1] == ["run"]:
+        # kube-scheduler's flags are parsed by its own (pflag) parser, untouched.
+        return kube_scheduler(argv[1:], prog="ksched run")
     args = build_parser().parse_args(argv)
-    level = logging.WARNING if args.verbosity <= 0 else logging.INFO
-    if args.verbosity >= 4:
-        level = logging.DEBUG
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(verbosity=args.verbosity)
+    if args.verbosity <= 0:
+        logging.getLogger().setLevel(logging.WARNING)
     return int(args.func(args))
+
+
+def kube_scheduler_main() -> int:
+    """The ``kube-scheduler`` console entry point."""
+    logs.configure(verbosity=0)
+    return kube_scheduler(sys.argv[1:])
 
 
 if __name__ == "__main__":

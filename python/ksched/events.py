@@ -2,7 +2,9 @@
 
 ``Scheduled`` (Normal, action Binding): "Successfully assigned ns/name to node".
 ``FailedScheduling`` (Warning, action Scheduling): the diagnosis message, truncated to
-the API's 1024-character note limit with a trailing " ..." as upstream does.
+the API's 1024-character note limit with a trailing " ..." as upstream does. Each event's
+``reportingController`` is the profile's scheduler name and its ``reportingInstance``
+``<schedulerName>-<hostname>``, as client-go's ``events.NewRecorder`` sets them.
 
 Events never block the scheduling loop and a storm of failures cannot flood the API
 server. The recorder mirrors client-go's ``events`` broadcaster:
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from collections import deque
 from collections.abc import Callable
@@ -131,7 +134,7 @@ class EventRecorder:
         self,
         api: ClusterAPI,
         *,
-        instance: str,
+        instance: str | None = None,
         max_queued: int = 10_000,
         workers: int = 8,
         qps: float | None = None,
@@ -139,7 +142,10 @@ class EventRecorder:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._api = api
+        #: A fixed reportingInstance; None: ``<controller>-<hostname>`` per controller.
         self._instance = instance
+        self._instances: dict[str, str] = {}
+        self._hostname = socket.gethostname()
         self._max_queued = max_queued
         self._max_workers = workers
         self._qps = qps
@@ -197,7 +203,10 @@ class EventRecorder:
         resource_version: str | None = None,
     ) -> None:
         rv = pod.resource_version if resource_version is None else resource_version
-        key = (type_, action, reason, controller, self._instance, pod.uid, rv)
+        instance = self._instance or self._instances.get(controller)
+        if instance is None:
+            instance = self._instances[controller] = f"{controller}-{self._hostname}"
+        key = (type_, action, reason, controller, instance, pod.uid, rv)
         now = self._clock()
         series = self._cache.get(key)
         if series is not None:
@@ -215,7 +224,7 @@ class EventRecorder:
             action=action,
             note=note,
             reporting_controller=controller,
-            reporting_instance=self._instance,
+            reporting_instance=instance,
             resource_version=rv,
         )
         self._cache[key] = _Series(pod.namespace, event["metadata"]["name"], now)

@@ -26,13 +26,36 @@ Metric names and labels (upstream ``pkg/scheduler/metrics``):
 * ``scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}``
 * ``scheduler_unschedulable_pods{plugin,profile}``
 * ``scheduler_permit_wait_duration_seconds{result}``
-* ``scheduler_scheduler_cache_size{type}`` (nodes, pods, assumed_pods)
+* ``scheduler_cache_size{type}`` (nodes, pods, assumed_pods)
 * ``scheduler_preemption_attempts_total``, ``scheduler_preemption_victims``
+* ``scheduler_scheduling_algorithm_duration_seconds`` (placement: PreFilter to Score)
+* ``scheduler_event_handling_duration_seconds{event}`` (informer handlers, by event label)
+* ``scheduler_inflight_events{event}`` (events recorded for pods in flight, and
+  ``PodPopped``: the pods in flight), read from the queue at scrape time
+* ``scheduler_goroutines{operation}`` (``binding``: binding cycles in flight; ``Filter``
+  and ``InterPodAffinity``: the parallel node work of a cycle, which never overlaps a
+  scrape on the event loop, so 0 at scrape time; ``prioritizing_extender`` with extenders)
+* ``scheduler_queueing_hint_execution_duration_seconds{plugin,event,hint}``
+* ``scheduler_preemption_goroutines_duration_seconds{result}`` and
+  ``scheduler_preemption_goroutines_execution_total{result}`` (the background victim
+  deletions of a preemption)
+* ``scheduler_pod_scheduled_after_flush_total`` (pods bound after the unschedulable-pods
+  timeout moved them)
 * ``scheduler_dra_bindingconditions_allocations_total{profile,driver,status}``,
   ``scheduler_dra_bindingconditions_wait_duration_seconds{profile,driver,status}``
 * with the GenericWorkload gate: ``scheduler_podgroup_schedule_attempts_total{result,
   profile}``, ``scheduler_podgroup_scheduling_attempt_duration_seconds{result,profile}``,
   ``scheduler_podgroup_scheduling_algorithm_duration_seconds``
+* ``scheduler_batch_attempts_total{profile,result}`` — ksched's opportunistic batching
+  places a whole batch with one Rust call: the first pod of a call counts ``no_hint``, the
+  others ``hint_used`` (placed from the batch's result, as upstream's hinted pods are).
+  ``scheduler_batch_cache_flushed_total{profile,reason}``,
+  ``scheduler_get_node_hint_duration_seconds{hinted,profile}`` and
+  ``scheduler_store_schedule_results_duration_seconds{profile}`` are registered with
+  upstream's labels and buckets but get no series: ksched keeps no cache of scored nodes
+  between cycles, so there is nothing to flush, look up or store.
+
+``reset`` clears the counters and histograms (``DELETE /metrics``).
 """
 
 from __future__ import annotations
@@ -278,7 +301,7 @@ class SchedulerMetrics:
             ("result",),
         )
         self.cache_size = _CallbackGauge(
-            s + "scheduler_cache_size",
+            s + "cache_size",
             "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
             ("type",),
         )
@@ -323,31 +346,119 @@ class SchedulerMetrics:
             exponential_buckets(0.001, 2, 15),
         )
         self._pod_group_metrics = False
+        self.scheduling_algorithm_duration = Histogram(
+            s + "scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds",
+            exponential_buckets(0.001, 2, 15),
+        )
+        self.event_handling_duration = Histogram(
+            s + "event_handling_duration_seconds",
+            "Event handling latency in seconds.",
+            exponential_buckets(0.0001, 2, 12),
+            ("event",),
+        )
+        self.inflight_events = _CallbackGauge(
+            s + "inflight_events",
+            "Number of events currently tracked in the scheduling queue.",
+            ("event",),
+        )
+        self.goroutines = _CallbackGauge(
+            s + "goroutines",
+            "Number of running goroutines split by the work they do such as binding.",
+            ("operation",),
+        )
+        self.queueing_hint_duration = Histogram(
+            s + "queueing_hint_execution_duration_seconds",
+            "Duration for running a queueing hint function of a plugin.",
+            exponential_buckets(0.00001, 1.5, 20),
+            ("plugin", "event", "hint"),
+        )
+        self.preemption_goroutines_duration = Histogram(
+            s + "preemption_goroutines_duration_seconds",
+            "Duration in seconds for running goroutines for the preemption.",
+            exponential_buckets(0.01, 2, 20),
+            ("result",),
+        )
+        self.preemption_goroutines_total = Counter(
+            s + "preemption_goroutines_execution_total",
+            "Number of preemption goroutines executed.",
+            ("result",),
+        )
+        self.pod_scheduled_after_flush = Counter(
+            s + "pod_scheduled_after_flush_total",
+            "Number of pods that were successfully scheduled after being flushed from "
+            "unschedulablePods due to timeout. This metric helps detect potential queueing "
+            "hint misconfigurations or event handling issues.",
+        )
+        self.batch_attempts = Counter(
+            s + "batch_attempts_total",
+            "Counts of results when we attempt to use batching.",
+            ("profile", "result"),
+        )
+        self.batch_cache_flushed = Counter(
+            s + "batch_cache_flushed_total",
+            "Counts of cache flushes by reason.",
+            ("profile", "reason"),
+        )
+        self.get_node_hint_duration = Histogram(
+            s + "get_node_hint_duration_seconds",
+            "Latency for getting a node hint.",
+            exponential_buckets(0.00001, 2, 12),
+            ("hinted", "profile"),
+        )
+        self.store_schedule_results_duration = Histogram(
+            s + "store_schedule_results_duration_seconds",
+            "Latency for getting a no.",
+            exponential_buckets(0.00001, 2, 12),
+            ("profile",),
+        )
         #: Series without labels, kept at hand for the hot path.
         self.attempts_series = self.pod_scheduling_attempts.child(())
+        self.algorithm_series = self.scheduling_algorithm_duration.child(())
         self._sli: list[HistogramSeries | None] = [None] * 16
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(
-            _Collector(
-                [
-                    self.schedule_attempts,
-                    self.scheduling_attempt_duration,
-                    self.pending_pods,
-                    self.queue_incoming_pods,
-                    self.pod_scheduling_attempts,
-                    self.pod_scheduling_sli_duration,
-                    self.framework_extension_point_duration,
-                    self.plugin_execution_duration,
-                    self.unschedulable_pods,
-                    self.permit_wait_duration,
-                    self.cache_size,
-                    self.preemption_attempts,
-                    self.preemption_victims,
-                    self.dra_binding_conditions_allocations,
-                    self.dra_binding_conditions_wait_duration,
-                ]
-            )
-        )
+        self.all_metrics: list[Any] = [
+            self.schedule_attempts,
+            self.scheduling_attempt_duration,
+            self.pending_pods,
+            self.queue_incoming_pods,
+            self.pod_scheduling_attempts,
+            self.pod_scheduling_sli_duration,
+            self.framework_extension_point_duration,
+            self.plugin_execution_duration,
+            self.unschedulable_pods,
+            self.permit_wait_duration,
+            self.cache_size,
+            self.preemption_attempts,
+            self.preemption_victims,
+            self.scheduling_algorithm_duration,
+            self.event_handling_duration,
+            self.inflight_events,
+            self.goroutines,
+            self.queueing_hint_duration,
+            self.preemption_goroutines_duration,
+            self.preemption_goroutines_total,
+            self.pod_scheduled_after_flush,
+            self.batch_attempts,
+            self.batch_cache_flushed,
+            self.get_node_hint_duration,
+            self.store_schedule_results_duration,
+            self.dra_binding_conditions_allocations,
+            self.dra_binding_conditions_wait_duration,
+        ]
+        self.registry.register(_Collector(self.all_metrics))
+
+    def reset(self) -> None:
+        """Clear every counter and histogram (``DELETE /metrics``); gauges mirror state."""
+        for m in self.all_metrics:
+            if isinstance(m, (Gauge, _CallbackGauge)):
+                continue
+            if isinstance(m, Histogram):
+                for series in m.series.values():
+                    series.counts = [0] * len(series.counts)
+                    series.sum = 0.0
+            else:
+                m.values.clear()
 
     def enable_pod_group_metrics(self) -> None:
         """Register the ``scheduler_podgroup_*`` metrics (upstream registers them with
@@ -355,15 +466,13 @@ class SchedulerMetrics:
         if self._pod_group_metrics:
             return
         self._pod_group_metrics = True
-        self.registry.register(
-            _Collector(
-                [
-                    self.pod_group_schedule_attempts,
-                    self.pod_group_scheduling_attempt_duration,
-                    self.pod_group_scheduling_algorithm_duration,
-                ]
-            )
-        )
+        group = [
+            self.pod_group_schedule_attempts,
+            self.pod_group_scheduling_attempt_duration,
+            self.pod_group_scheduling_algorithm_duration,
+        ]
+        self.all_metrics.extend(group)
+        self.registry.register(_Collector(group))
 
     def pod_group_attempt(self, result: str, profile: str, seconds: float) -> None:
         """One pod group cycle ended with ``result`` (scheduled, unschedulable,
@@ -408,6 +517,14 @@ class SchedulerMetrics:
     def add_pending_pods_source(self, cb: Callable[[], Mapping[str, int]]) -> None:
         """``cb()`` returns counts by queue name (active, backoff, unschedulable, gated)."""
         self.pending_pods.callbacks.append(lambda: {(k,): float(v) for k, v in cb().items()})
+
+    def add_inflight_events_source(self, cb: Callable[[], Mapping[str, int]]) -> None:
+        """``cb()`` returns in-flight event counts by event label (and ``PodPopped``)."""
+        self.inflight_events.callbacks.append(lambda: {(k,): float(v) for k, v in cb().items()})
+
+    def add_goroutines_source(self, cb: Callable[[], Mapping[str, int]]) -> None:
+        """``cb()`` returns the concurrent work by operation."""
+        self.goroutines.callbacks.append(lambda: {(k,): float(v) for k, v in cb().items()})
 
     def add_cache_size_source(self, cb: Callable[[], Mapping[str, int]]) -> None:
         """``cb()`` returns counts by type (nodes, pods, assumed_pods)."""

@@ -31,6 +31,7 @@ points would notice.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -44,6 +45,7 @@ from ksched.config import (
     KubeSchedulerConfiguration,
     KubeSchedulerProfile,
     UnknownArgs,
+    apply_extenders,
     expand_placement_plugins,
     expand_profile_plugins,
 )
@@ -302,6 +304,11 @@ def build_profiles(
         )
     reg = registry if registry is not None else default_registry()
     ext_points = reg.extension_points()
+    if any(r.ignored_by_scheduler for e in cfg.extenders for r in e.managed_resources):
+        # Upstream buildExtenders: the resources extenders manage and mark
+        # ignoredByScheduler replace NodeResourcesFit's ignoredResources in every profile.
+        cfg = copy.deepcopy(cfg)
+        apply_extenders(cfg)
     profiles: dict[str, Profile] = {}
     missing: dict[str, set[str]] = {}
     for prof in cfg.profiles:

@@ -47,6 +47,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ksched import logs
 from ksched.api.pod import Pod
 from ksched.backend.queue import QueuedPodInfo
 from ksched.backend.queue.cluster_event import EVENT_ASSIGNED_POD_DELETE
@@ -75,6 +76,9 @@ if TYPE_CHECKING:
     from ksched.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
+klog = logs.get_logger(__name__)
+_v2 = klog.v(2)
+_v3 = klog.v(3)
 
 __all__ = [
     "Binder",
@@ -540,7 +544,9 @@ async def _place_with_extenders(
                 scores = await task
             except Exception as exc:
                 # Upstream ignores prioritize errors of every extender.
-                log.debug("extender %s could not prioritize pod %s: %s", ext.name(), pod.key, exc)
+                klog.v(5).info(
+                    "Extender prioritize failed", extender=ext.name(), pod=logs.kobj(pod), err=exc
+                )
                 continue
             scale = ext.weight() * _EXTENDER_SCALE
             for host, score in scores:
@@ -579,10 +585,10 @@ async def _extenders_filter(
             answer = await ext.filter(pod, [n for n in (by_name[f].node for f in feasible) if n])
         except Exception as exc:
             if ext.is_ignorable():
-                log.info(
-                    "skipping extender %s as it returned error and has ignorable flag set: %s",
-                    ext.name(),
-                    exc,
+                klog.info(
+                    "Skipping extender as it returned error and has ignorable flag set",
+                    extender=ext.name(),
+                    err=exc,
                 )
                 continue
             return [], failed, Status(Code.ERROR, str(exc))
@@ -750,6 +756,9 @@ def _begin(sched: Scheduler, info: QueuedPodInfo) -> Framework | None:
         # Already assumed or bound: skip, as upstream's skipPodSchedule does.
         queue.done(pod.uid)
         return None
+    if _v3.enabled:
+        ref = logs.kobj(pod)
+        klog.with_values(pod=ref).v(3).info("Attempting to schedule pod", pod=ref)
     return fw.for_pod(pod)
 
 
@@ -769,13 +778,18 @@ def schedule_one(
     if placed is None and fw.points.kernel_pre_filter:
         info.compiled, failed = fw.run_kernel_pre_filter(state, info.pod, base)
         if failed is not None:
+            sched.metrics.algorithm_series.observe(_perf() - start)
             handle_scheduling_failure(sched, fw, info, failed, start)
             return False
     try:
-        node, status, _result = _place(sched, fw, info, state, placed)
+        node, status, result = _place(sched, fw, info, state, placed)
     finally:
         # The attempt's kernel requests are not kept with the queued pod.
         info.compiled = base
+    sched.metrics.algorithm_series.observe(_perf() - start)
+    if result is not None:
+        state.evaluated_nodes = result.evaluated_nodes
+        state.feasible_nodes = result.feasible_nodes
     if node is None:
         assert status is not None
         fw.ok_filter.observe(_perf() - start)
@@ -878,12 +892,18 @@ def schedule_batch(sched: Scheduler, infos: list[QueuedPodInfo]) -> bool:
     then assumed through the cache here, so the end state equals the one-by-one path.
     """
     if len(infos) == 1:
+        fw1 = sched.frameworks.get(infos[0].pod.scheduler_name)
+        if fw1 is not None:
+            sched.metrics.batch_attempts.inc((fw1.name, "no_hint"))
         return schedule_one(sched, infos[0])
     fw = sched.frameworks[infos[0].pod.scheduler_name]
     snapshot: Any = sched.cache.snapshot
     began = _perf()
     results = snapshot.schedule_batch([i.compiled for i in infos], fw.profile.kernels)
     share = (_perf() - began) / len(infos)
+    attempts = sched.metrics.batch_attempts
+    attempts.inc((fw.name, "no_hint"))
+    attempts.inc((fw.name, "hint_used"), float(len(infos) - 1))
     all_placed = True
     for info, result in zip(infos, results, strict=True):
         all_placed = schedule_one(sched, info, result, share) and all_placed
@@ -917,19 +937,44 @@ def handle_scheduling_failure(
     else:
         sched.stats.errors += 1
     err = status.error
+    ref = logs.kobj(pod)
     if isinstance(err, FitError):
         info.unschedulable_plugins = err.unschedulable_plugins
         info.pending_plugins = err.pending_plugins
         message = err.message
+        if _v2.enabled:
+            klog.with_values(pod=ref).v(2).info(
+                "Unable to schedule pod; no fit; waiting", pod=ref, err=message
+            )
     else:
         info.unschedulable_plugins = frozenset()
         info.pending_plugins = frozenset()
         message = status.message
-        if not rejected:
-            log.warning("error scheduling pod %s; retrying: %s", pod.key, message)
+        if message == ERR_NO_NODES_AVAILABLE:
+            if _v2.enabled:
+                klog.with_values(pod=ref).v(2).info(
+                    "Unable to schedule pod; no nodes are registered to the cluster; waiting",
+                    pod=ref,
+                )
+        elif not rejected:
+            klog.with_values(pod=ref).error("Error scheduling pod; retrying", err=message, pod=ref)
     current = sched.pod_informer.store.get(pod.key)
-    if current is None or (current.get("spec") or {}).get("nodeName"):
-        # Deleted meanwhile, or bound by someone else: nothing to retry.
+    if current is None:
+        klog.with_values(pod=ref).info(
+            "Pod doesn't exist in informer cache",
+            pod=ref,
+            err=f'pod "{pod.name}" not found',
+        )
+        sched.queue.done(pod.uid)
+        return
+    node_name = (current.get("spec") or {}).get("nodeName")
+    if node_name:
+        # Bound by someone else: nothing to retry.
+        klog.with_values(pod=ref).info(
+            "Pod has been assigned to node. Abort adding it back to queue.",
+            pod=ref,
+            node=node_name,
+        )
         sched.queue.done(pod.uid)
         return
     sched.queue.add_unschedulable_if_not_present(info)
@@ -973,8 +1018,6 @@ def record_failure(
     existing condition's when its status does not change (``UpdatePodCondition``, which
     also decides whether anything changed)."""
     pod = info.pod
-    if log.isEnabledFor(logging.DEBUG):
-        log.debug("unable to schedule pod %s: %s", pod.key, message)
     meta = (current or {}).get("metadata") or {}
     rv = meta.get("resourceVersion") or pod.resource_version
     sched.recorder.failed_scheduling(pod, message, profile_name, rv)
@@ -1048,9 +1091,7 @@ def send_pod_status(sched: Scheduler, pod: Pod, patch: dict[str, Any]) -> None:
                         namespace=pod.namespace, name=pod.name, patch=sent
                     )
                 except (APIError, OSError) as exc:
-                    log.warning(
-                        "could not update the PodScheduled condition of %s: %s", pod.key, exc
-                    )
+                    klog.error("Error updating pod", err=exc, pod=logs.kobj(pod))
                 if pending.get(key) == sent:
                     return
         finally:
@@ -1099,11 +1140,10 @@ async def _extenders_bind(
             await ext.bind(pod, node)
         except Exception as exc:
             if ext.is_ignorable():
-                log.info(
-                    "skipping extender %s in bind as it returned error and has ignorable "
-                    "flag set: %s",
-                    ext.name(),
-                    exc,
+                klog.info(
+                    "Skipping extender in bind as it returned error and has ignorable flag set",
+                    extender=ext.name(),
+                    err=exc,
                 )
                 continue
             return True, Status(Code.ERROR, str(exc))
@@ -1239,11 +1279,20 @@ class Binder:
                 s = await fw.run_bind(state, pod, node)
         if s is not None:
             sched.stats.bind_errors += 1
-            if s.code is not Code.SKIP and log.isEnabledFor(logging.WARNING):
-                log.warning("binding %s to %s failed: %s", pod.key, node, s.message)
+            ref = logs.kobj(pod)
+            klog.with_values(pod=ref).v(1).info("Failed to bind pod", pod=ref)
             self._failed(info, node, fw, state, start, s)
             return
         sched.stats.bound += 1
+        if _v2.enabled:
+            ref = logs.kobj(pod)
+            klog.with_values(pod=ref).v(2).info(
+                "Successfully bound pod to node",
+                pod=ref,
+                node=node,
+                evaluatedNodes=state.evaluated_nodes,
+                feasibleNodes=state.feasible_nodes,
+            )
         metrics = sched.metrics
         fw.record_scheduled(_perf() - start)
         attempts = info.attempts
@@ -1252,6 +1301,8 @@ class Binder:
             metrics.sli_series(attempts).observe(
                 sched.queue.clock() - info.initial_attempt_timestamp
             )
+        if info.flushed:
+            metrics.pod_scheduled_after_flush.inc()
         sched.recorder.scheduled(pod, node, fw.name)
         if fw.points.post_bind:
             fw.run_post_bind(state, pod, node)

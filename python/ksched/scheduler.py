@@ -34,11 +34,13 @@ import asyncio
 import functools
 import logging
 import socket
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar, cast
 
+from ksched import logs
 from ksched._core import CompiledPod, Snapshot
 from ksched.api.errors import InvalidObjectError
 from ksched.api.node import Node
@@ -87,6 +89,9 @@ from ksched.schedule_one import (
 _MAX_UNBATCHED = 4096
 
 log = logging.getLogger(__name__)
+klog = logs.get_logger(__name__)
+_V4 = klog.v(4)
+_perf = time.perf_counter
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -130,6 +135,15 @@ def _only_conditions_changed(old: Obj, new: Obj) -> bool:
         for k in os_.keys() | ns.keys()
         if k != "conditions"
     )
+
+
+#: ``ksched_unclaimed_pods`` counts a pod that stayed unclaimed this long (seconds).
+UNCLAIMED_AFTER: Final = 30.0
+
+
+def _has_pod_scheduled_condition(obj: Obj) -> bool:
+    conditions = (obj.get("status") or {}).get("conditions") or ()
+    return any(isinstance(c, dict) and c.get("type") == "PodScheduled" for c in conditions)
 
 
 def _ignore(*objs: Obj) -> None:
@@ -263,6 +277,8 @@ class Scheduler:
         batch_size: int | None = None,
         extenders: Sequence[Extender] = (),
         feature_gates: FeatureGates = DEFAULT_FEATURE_GATES,
+        pod_max_in_unschedulable: float | None = None,
+        unclaimed_after: float | None = None,
     ) -> None:
         if not profiles:
             raise ValueError("at least one profile is required")
@@ -317,6 +333,7 @@ class Scheduler:
             pre_enqueue={name: fw.pre_enqueue_plugins for name, fw in self.frameworks.items()},
             sort_key=first.sort_key,
             metrics=self.metrics,
+            pop_from_backoff=feature_gates.scheduler_pop_from_backoff_q,
         )
         if self._generic_workload:
             self.queue.pod_group_member = _names_pod_group
@@ -329,6 +346,8 @@ class Scheduler:
             ]
             for name, fw in self.frameworks.items()
         }
+        if pod_max_in_unschedulable is not None:
+            self.queue.max_in_unschedulable = pod_max_in_unschedulable
         self._watch_registered_kinds()
         #: uid → node of each nomination, to tell the cache which nodes they change.
         self._nominated_at: dict[str, str] = {}
@@ -344,7 +363,7 @@ class Scheduler:
                 "assumed_pods": self.cache.num_assumed(),
             }
         )
-        self.recorder = EventRecorder(api, instance=self.identity, qps=event_qps)
+        self.recorder = EventRecorder(api, qps=event_qps)
         #: Pod status patches waiting to be sent, by pod key (send_pod_status).
         self.status_patches: dict[str, dict[str, Any]] = {}
         #: PodGroup status patches waiting to be sent, by group key.
@@ -353,17 +372,21 @@ class Scheduler:
         #: Opportunistic batching: pods with the same scheduling signature popped
         #: together and placed by one Rust call. On when the Rust core offers
         #: ``Snapshot.schedule_batch`` and ``CompiledPod.signature`` (0 or 1 disables).
+        batching = feature_gates.opportunistic_batching
         self.batch_size = (
             batch_size
             if batch_size is not None
-            else (32 if hasattr(Snapshot, "schedule_batch") else 1)
+            else (32 if batching and hasattr(Snapshot, "schedule_batch") else 1)
         )
         #: Signatures whose last attempt fit no node: their pods go one by one.
         self._unbatched: set[object] = set()
         self.binder = Binder(self)
-        #: Pending pods that no profile of ours handles: uid → schedulerName.
-        self._unclaimed: dict[str, str] = {}
+        #: Pending pods that no profile of ours handles and that carry no PodScheduled
+        #: condition (nobody has tried them yet): uid → (schedulerName, first seen).
+        self._unclaimed: dict[str, tuple[str, float]] = {}
         self._unclaimed_warned: set[str] = set()
+        #: Seconds such a pod must stay so before ``ksched_unclaimed_pods`` counts it.
+        self.unclaimed_after = UNCLAIMED_AFTER if unclaimed_after is None else unclaimed_after
         #: Objects the informers could not parse, by "Kind ns/name" → message.
         self.invalid_objects: dict[str, str] = {}
         #: Pending pods of ours that are invalid: uid → (pod, error, resourceVersion of
@@ -373,17 +396,19 @@ class Scheduler:
         self.node_informer = Informer(
             api,
             "nodes",
-            on_add=self._node_added,
+            on_add=self._timed_node(self._node_added, "NodeAdd"),
             on_update=self._node_updated,
-            on_delete=self._node_deleted,
+            on_delete=self._timed_node(self._node_deleted, "NodeDelete"),
         )
         self.pod_informer = Informer(
             api,
             "pods",
-            on_add=self._pod_added,
-            on_update=self._pod_updated,
-            on_delete=self._pod_deleted,
+            on_add=self._timed_pod(self._pod_added, "Add"),
+            on_update=self._timed_pod_update,
+            on_delete=self._timed_pod(self._pod_deleted, "Delete"),
         )
+        self.metrics.add_inflight_events_source(self.queue.in_flight_event_counts)
+        self.metrics.add_goroutines_source(self._goroutines)
         #: Services and controllers, for PodTopologySpread's default constraints.
         self.controllers = ControllerIndex()
         #: Namespaces (labels for namespaceSelector) and the controller kinds.
@@ -424,6 +449,67 @@ class Scheduler:
         self._background: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
         self.synced = asyncio.Event()
+
+    # ---- event handling latency (scheduler_event_handling_duration_seconds) ---------
+
+    # Upstream's event handlers log each event at V(3) (adds, deletes) or V(4) (updates).
+
+    def _timed_node(self, fn: Callable[[Obj], None], label: str) -> Callable[[Obj], None]:
+        series = self.metrics.event_handling_duration.child((label,))
+        message = "Add event for node" if label == "NodeAdd" else "Delete event for node"
+        v3 = klog.v(3)
+
+        def handler(obj: Obj) -> None:
+            start = _perf()
+            if v3.enabled:
+                v3.info(message, node=logs.kobj(obj))
+            fn(obj)
+            series.observe(_perf() - start)
+
+        return handler
+
+    def _timed_pod(self, fn: Callable[[Obj], None], action: str) -> Callable[[Obj], None]:
+        assigned = self.metrics.event_handling_duration.child((f"AssignedPod{action}",))
+        pending = self.metrics.event_handling_duration.child((f"UnschedulablePod{action}",))
+        v3 = klog.v(3)
+
+        def handler(obj: Obj) -> None:
+            start = _perf()
+            scheduled = bool((obj.get("spec") or {}).get("nodeName"))
+            if v3.enabled:
+                kind = "scheduled" if scheduled else "unscheduled"
+                v3.info(f"{action} event for {kind} pod", pod=logs.kobj(obj))
+            fn(obj)
+            (assigned if scheduled else pending).observe(_perf() - start)
+
+        return handler
+
+    def _timed_pod_update(self, old: Obj, new: Obj) -> None:
+        start = _perf()
+        scheduled = bool((old.get("spec") or {}).get("nodeName"))
+        if _V4.enabled:
+            kind = "scheduled" if scheduled else "unscheduled"
+            _V4.info(f"Update event for {kind} pod", pod=logs.kobj(new))
+        self._pod_updated(old, new)
+        latency = self.metrics.event_handling_duration
+        took = _perf() - start
+        if scheduled:
+            latency.observe(("AssignedPodUpdate",), took)
+        elif (new.get("spec") or {}).get("nodeName"):
+            # Upstream's filtered handlers see a pod that got bound leave the
+            # unscheduled pods and join the assigned ones.
+            latency.observe(("UnschedulablePodDelete",), took)
+            latency.observe(("AssignedPodAdd",), took)
+        else:
+            latency.observe(("UnschedulablePodUpdate",), took)
+
+    def _goroutines(self) -> dict[str, int]:
+        """``scheduler_goroutines``: the bindings in flight; a cycle's parallel node work
+        (Filter, InterPodAffinity) never overlaps a scrape on the event loop."""
+        out = {"binding": self.binder.in_flight, "Filter": 0, "InterPodAffinity": 0}
+        if self.extenders:
+            out["prioritizing_extender"] = 0
+        return out
 
     def _watch_registered_kinds(self) -> None:
         """Upstream ``addAllEventHandlers``: every kind a plugin's events name (beyond
@@ -486,8 +572,30 @@ class Scheduler:
         return [p.pod for p in self.cache.pods_on_node(node)]
 
     def unclaimed_pods(self) -> Counter[str]:
-        """Pending pods per schedulerName that no profile of this scheduler handles."""
-        return Counter(self._unclaimed.values())
+        """Pods per schedulerName that no profile of this scheduler handles and that
+        nobody has tried to schedule: pending for :attr:`unclaimed_after` seconds without
+        a PodScheduled condition (another scheduler sets one when it fails a pod, and the
+        API server on gated pods). A name is warned about once, when first counted."""
+        now = time.monotonic()
+        counts: Counter[str] = Counter(
+            name for name, seen in self._unclaimed.values() if now - seen >= self.unclaimed_after
+        )
+        for name in counts:
+            if name not in self._unclaimed_warned:
+                self._unclaimed_warned.add(name)
+                klog.warning(
+                    "Pods name a schedulerName that no profile of this scheduler handles and "
+                    "nobody has tried to schedule them; leaving them to another scheduler",
+                    schedulerName=name,
+                    pods=counts[name],
+                )
+        return counts
+
+    async def _watch_unclaimed(self) -> None:
+        """Warn about unclaimed pods even when nobody scrapes the metric."""
+        while True:
+            await asyncio.sleep(max(1.0, self.unclaimed_after / 2))
+            self.unclaimed_pods()
 
     def handles(self, scheduler_name: str) -> bool:
         """Whether a profile of this scheduler claims pods with this schedulerName."""
@@ -574,6 +682,9 @@ class Scheduler:
         self.queue.move_all_to_active_or_backoff(EVENT_NODE_ADD, None, node)
 
     def _node_updated(self, old_obj: Obj, new_obj: Obj) -> None:
+        start = _perf()
+        if _V4.enabled:
+            _V4.info("Update event for node", node=logs.kobj(new_obj))
         new = self._parse_node(new_obj)
         if new is None:
             return
@@ -584,8 +695,12 @@ class Scheduler:
             # The old object was invalid (never cached): this is an add for us.
             self.queue.move_all_to_active_or_backoff(EVENT_NODE_ADD, None, new)
             return
+        updating = _perf() - start
+        latency = self.metrics.event_handling_duration
         for event in node_scheduling_properties_change(old, new):
+            moving = _perf()
             self.queue.move_all_to_active_or_backoff(event, old, new)
+            latency.observe((event.label,), updating + _perf() - moving)
 
     def _node_deleted(self, obj: Obj) -> None:
         name = (obj.get("metadata") or {}).get("name")
@@ -657,7 +772,7 @@ class Scheduler:
     def _on_pod(self, pod: Pod) -> None:
         self.invalid_objects.pop(f"Pod {pod.key}", None)
         self._invalid_pods.pop(pod.uid, None)
-        self._unclaimed.pop(pod.uid, None)
+        prev = self._unclaimed.pop(pod.uid, None)
         if pod.is_assigned:
             self._assigned_pod(None, pod)
             return
@@ -683,16 +798,9 @@ class Scheduler:
             if added and self.feature_gates.gang_scheduling:
                 # Upstream addPodToSchedulingQueue: a new pod may complete a gang.
                 queue.move_all_to_active_or_backoff(EVENT_UNSCHEDULED_POD_ADD, None, pod)
-        else:
-            self._unclaimed[pod.uid] = pod.scheduler_name
-            if pod.scheduler_name not in self._unclaimed_warned:
-                self._unclaimed_warned.add(pod.scheduler_name)
-                log.warning(
-                    "pod %s names schedulerName %r, which no profile of this scheduler "
-                    "handles; leaving it to another scheduler",
-                    pod.key,
-                    pod.scheduler_name,
-                )
+        elif not _has_pod_scheduled_condition(pod.raw):
+            since = prev[1] if prev is not None else time.monotonic()
+            self._unclaimed[pod.uid] = (pod.scheduler_name, since)
 
     def _assigned_pod(self, old_obj: Obj | None, pod: Pod) -> None:
         """A bound pod was added or changed (including our own binding confirmed)."""
@@ -746,6 +854,9 @@ class Scheduler:
             self._unclaimed.pop(pod.uid, None)
             self._assigned_pod(old, pod)
             return
+        uid = str((new.get("metadata") or {}).get("uid") or "")
+        if uid in self._unclaimed and _has_pod_scheduled_condition(new):
+            del self._unclaimed[uid]  # another scheduler tried it
         if (old.get("metadata") or {}).get("resourceVersion") == (new.get("metadata") or {}).get(
             "resourceVersion"
         ) or not _scheduling_relevant_change(old, new):
@@ -830,6 +941,7 @@ class Scheduler:
         self._tasks.append(loop.create_task(self.pod_informer.run()))
         await self.pod_informer.synced.wait()
         self._tasks.append(loop.create_task(self.queue.run_flushers()))
+        self._tasks.append(loop.create_task(self._watch_unclaimed()))
         self.synced.set()
 
     async def run(self) -> None:

@@ -488,6 +488,29 @@ impl Snapshot {
         true
     }
 
+    /// Remember the used host ports of `slot` (once per slot in `undo`) before a
+    /// tentative placement there, to put them back with [`Snapshot::restore_ports`] once
+    /// the placements are undone. `detach` takes a pod's ports off its node whoever else
+    /// holds them (upstream's `RemovePod` on a set), which is right for a pod that goes,
+    /// not for undoing one that was never there (upstream places those on a copy).
+    pub(crate) fn save_ports(&self, undo: &mut Vec<(u32, Vec<HostPort>)>, slot: u32) {
+        if !undo.iter().any(|(s, _)| *s == slot) {
+            undo.push((slot, self.node_ports[slot as usize].clone()));
+        }
+    }
+
+    /// Put back the host ports [`Snapshot::save_ports`] remembered.
+    pub(crate) fn restore_ports(&mut self, undo: Vec<(u32, Vec<HostPort>)>) {
+        for (slot, ports) in undo {
+            let i = slot as usize;
+            if self.node_ports[i] != ports {
+                self.node_ports[i] = ports;
+                self.slot_gen[i] = self.slot_gen[i].wrapping_add(1);
+                self.generation += 1;
+            }
+        }
+    }
+
     /// Account `pod` on node `node_name`. A pod already known is moved (its old
     /// accounting is removed first), so repeated adds are idempotent.
     pub fn add_pod(&mut self, pod: &CompiledPod, node_name: &str, assumed: bool) {

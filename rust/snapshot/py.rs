@@ -619,9 +619,13 @@ impl Snapshot {
         let outs = py.detach(|| {
             let mut outs = Vec::with_capacity(pods.len());
             let mut placed: Vec<&str> = Vec::new();
+            let mut ports = Vec::new();
             for pod in &pods {
                 let out = Snapshot::schedule(self, pod, profile, false, true);
                 if let Some(slot) = out.chosen {
+                    if !pod.host_ports.is_empty() {
+                        self.save_ports(&mut ports, slot);
+                    }
                     let node = self.names[slot as usize].to_string();
                     self.add_pod(pod, &node, true);
                     placed.push(&pod.uid);
@@ -631,6 +635,7 @@ impl Snapshot {
             for uid in placed {
                 self.remove_pod(uid);
             }
+            self.restore_ports(ports);
             outs
         });
         outs.into_iter().map(|o| self.result_from(o)).collect()

@@ -16,12 +16,14 @@ every pod change, and the invariants checked against it.
   node never changes and none is left pending), no node is ever over its allocatable
   cpu, memory or pod count (exact quantity arithmetic with :class:`fractions.Fraction`,
   independent of ksched's own parser), and no running pod is deleted unless a
-  placement required it: each deletion must be claimed by a ``Preempted`` event that
-  the replica holding the Lease at that moment (:class:`LeaseLog`) reported, for a
-  more important pod that was then bound. (Counting deletions against placements
-  instead would also flag upstream's own race: two preemptors of equal priority
-  nominated to one node block each other until both victims are gone, and one of them
-  may preempt a second time; kube-scheduler v1.36.5 itself does that on this workload.)
+  placement required it: each deletion must be claimed by a ``Preempted`` event, for
+  a more important pod that was then bound, and made by the replica holding the Lease
+  at that moment (:class:`LeaseLog`; which replica deleted a victim is in its log, as
+  every replica's events carry the same upstream ``reportingInstance``). (Counting
+  deletions against placements instead would also flag upstream's own race: two
+  preemptors of equal priority nominated to one node block each other until both
+  victims are gone, and one of them may preempt a second time; kube-scheduler v1.36.5
+  itself does that on this workload.)
 """
 
 from __future__ import annotations
@@ -328,7 +330,9 @@ class Replicas:
         self.config = write_scheduler_config(
             workdir / "sched.json",
             {
-                "clientConnection": {"qps": qps, "burst": qps},
+                # In the file: with --config, kube-scheduler (and ksched) ignore the
+                # deprecated --kubeconfig flag.
+                "clientConnection": {"kubeconfig": str(cp.kubeconfig), "qps": qps, "burst": qps},
                 "podInitialBackoffSeconds": 1,
                 "podMaxBackoffSeconds": 10,
                 "leaderElection": {
@@ -356,7 +360,6 @@ class Replicas:
         proc = KschedProcess(
             [
                 f"--config={self.config}",
-                f"--kubeconfig={self.cp.kubeconfig}",
                 f"--client-ca-file={self.cp.ca_file}",
                 "-v",
                 "2",
@@ -369,15 +372,26 @@ class Replicas:
         return replica
 
     def identity(self, r: Replica, timeout: float = 60) -> str:
-        if not r.identity:
-            r.proc.wait_for_log("attempting to acquire leader lease", timeout)
+        def named() -> bool:
             self._read_identity(r)
+            if not r.identity and not r.proc.alive():
+                raise AssertionError(f"ksched exited ({r.proc.proc.returncode}):\n{r.proc.text()}")
+            return bool(r.identity)
+
+        if not r.identity:
+            wait_until(named, timeout, f"replica {r.index}.{r.generation} names its identity")
         return r.identity
 
     @staticmethod
     def _read_identity(r: Replica) -> None:
+        """The replica's Lease identity, from its ``-v 2`` log: ``"Leader election
+        candidate" ... identity="<host>_<uuid>"`` (or, for a ksched from before the klog
+        lines, ``attempting to acquire leader lease <lease> as <identity>.``)."""
         for ln in r.proc.text().splitlines():
-            if "attempting to acquire leader lease" in ln:
+            if '"Leader election candidate"' in ln and ' identity="' in ln:
+                r.identity = ln.split(' identity="', 1)[1].split('"', 1)[0]
+                return
+            if "attempting to acquire leader lease" in ln and " as " in ln:
                 r.identity = ln.split(" as ", 1)[1].rstrip(".").strip()
                 return
 
@@ -759,14 +773,39 @@ class Preemption:
     at: float
 
 
+#: ``-v 2`` line of the replica whose DELETE removed a victim (upstream's wording).
+_PREEMPTED_LINE = '"Preemptor Pod preempted victim Pod"'
+
+
+def victim_deleters(replicas: Replicas, namespace: str) -> dict[str, str]:
+    """Victim name → the identity of the replica that deleted it, from the replicas'
+    logs (``"Preemptor Pod preempted victim Pod" ... victim="<ns>/<name>"``). Events
+    cannot tell replicas apart: their ``reportingInstance`` is upstream's
+    ``<schedulerName>-<hostname>``, the same for every replica on this machine."""
+    out: dict[str, str] = {}
+    prefix = f' victim="{namespace}/'
+    for r in replicas.history:
+        if not r.identity:
+            replicas._read_identity(r)
+        for ln in r.proc.text().splitlines():
+            if _PREEMPTED_LINE in ln and prefix in ln:
+                out[ln.split(prefix, 1)[1].split('"', 1)[0]] = r.identity
+    return out
+
+
 def preemptions(
-    api: Api, namespace: str, victims: Iterable[str] | None = None
+    api: Api,
+    namespace: str,
+    victims: Iterable[str] | None = None,
+    replicas: Replicas | None = None,
 ) -> dict[str, Preemption]:
     """The ``Preempted`` events of the namespace by victim name (``Preempted by pod
-    <uid> on node <node>``, reported by the scheduler replica that deleted it), of the
-    ``victims`` named (default: all)."""
+    <uid> on node <node>``), of the ``victims`` named (default: all). The reporter is
+    the replica whose log says it deleted the victim (:func:`victim_deleters`, with
+    ``replicas``), else the event's ``reportingInstance``."""
     out: dict[str, Preemption] = {}
     wanted = None if victims is None else set(victims)
+    deleters = victim_deleters(replicas, namespace) if replicas is not None else {}
     doc = api.must("GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
     for ev in doc["items"]:
         if ev.get("reason") != "Preempted":
@@ -779,7 +818,7 @@ def preemptions(
             victim,
             words[3] if len(words) > 3 else "",
             words[6] if len(words) > 6 else "",
-            str(ev.get("reportingInstance") or ""),
+            deleters.get(victim) or str(ev.get("reportingInstance") or ""),
             epoch(ev["eventTime"]),
         )
     return out

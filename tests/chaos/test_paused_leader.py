@@ -113,7 +113,7 @@ def _round(
         deleted = sum(1 for p in history.pods.values() if p.deleted_at is not None)
         max_pods = max(history.max_pods.values())
         over = len({n for n, *_ in history.overcommits})
-        preempted = preemptions(api, ns, fillers)
+        preempted = preemptions(api, ns, fillers, replicas)
         found = violations(history, fillers + highs, leases=leases, preempted=preempted)
         preemptors = len({p.preemptor_uid for p in preempted.values()})
         log = old.proc.text()

@@ -30,7 +30,7 @@ UPSTREAM_METRICS = (
     "scheduler_scheduling_attempt_duration_seconds",
     "scheduler_pending_pods",
     "scheduler_queue_incoming_pods_total",
-    "scheduler_scheduler_cache_size",
+    "scheduler_cache_size",
     "leader_election_master_status",
 )
 
@@ -73,10 +73,19 @@ def served(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory
             },
         },
     )
-    proc = KschedProcess([f"--config={cfg}", "-v", "2"], tmp / "ksched.log")
+    proc = KschedProcess(
+        [
+            f"--config={cfg}",
+            f"--authentication-kubeconfig={cp.kubeconfig}",
+            f"--authorization-kubeconfig={cp.kubeconfig}",
+            "-v",
+            "2",
+        ],
+        tmp / "ksched.log",
+    )
     role = f"ksched-metrics-reader-{ns}"
     try:
-        proc.wait_for_log("scheduling", 30)
+        proc.wait_for_log('"Scheduling"', 30)
         nobody = service_account_token(cp, ns, "nobody")
         reader = service_account_token(cp, ns, "reader")
         status, body = cp.request(
@@ -159,7 +168,7 @@ def test_a_token_with_rights_reads_metrics_and_configz(served: Any) -> None:
     assert status == 200, text
     for name in UPSTREAM_METRICS:
         assert f"\n{name}" in text or text.startswith(name) or f"# TYPE {name}" in text, name
-    assert 'leader_election_master_status{name="ksched"} 1.0' in text
+    assert 'leader_election_master_status{name="ksched"} 1\n' in text
     status, text = proc.get("/configz", token=reader)
     assert status == 200, text
     cfg = json.loads(text)["componentconfig"]

@@ -121,7 +121,7 @@ def test_run_filters_and_binds_through_an_extender(
             ],
         )
         proc = ksched("--config", str(cfg), "--leader-elect=false", "-v", "2")
-        proc.wait_for_log("caches synced")
+        proc.wait_for_log("Caches are synced")
         create_pods(control_plane, namespace, [f"p{i}" for i in range(4)])
         wait_until(lambda: len(bound(control_plane, namespace)) == 4, proc, what="4 pods bound")
         assert set(bound(control_plane, namespace).values()) == {nodes[1]}

@@ -74,7 +74,8 @@ def test_the_apiserver_elects_one_candidate_and_reelects_when_it_dies(
     )
     procs = [
         KschedProcess(
-            [f"--config={cfg}", "--feature-gates=CoordinatedLeaderElection=true", "-v", "2"],
+            # -v 4: client-go logs the 'end of term' yield at V(4).
+            [f"--config={cfg}", "--feature-gates=CoordinatedLeaderElection=true", "-v", "4"],
             tmp_path / f"ksched-{i}.log",
         )
         for i in range(2)
@@ -117,7 +118,7 @@ def test_the_apiserver_elects_one_candidate_and_reelects_when_it_dies(
             if p is not leader and not p.alive():
                 # Elected first, then asked to yield to a better candidate (the
                 # controller's preferredHolder): it stops and exits 1, as upstream.
-                assert p.wait(1) == 1 and "marked 'end of term'" in p.text(), p.text()
+                assert p.wait(1) == 1 and "Lease is marked as 'end of term'" in p.text(), p.text()
         pod = make_pod("p0", namespace=ns)
         pod.pop("status")
         assert cp.request("POST", f"/api/v1/namespaces/{ns}/pods", pod)[0] == 201
@@ -154,4 +155,4 @@ def test_the_apiserver_elects_one_candidate_and_reelects_when_it_dies(
 
 
 def _leads(p: KschedProcess, identity: str) -> bool:
-    return f"leading as {identity}" in p.text()
+    return f'"Leading" identity="{identity}"' in p.text()

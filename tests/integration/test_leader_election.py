@@ -66,11 +66,14 @@ def replicas(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Callable[.
 
     def start(config: Obj, *extra: str) -> KschedProcess:
         n = len(started)
-        cfg = write_scheduler_config(tmp_path / f"cfg-{n}.json", config)
+        doc = json.loads(json.dumps(config))
+        doc.setdefault("clientConnection", {}).setdefault(
+            "kubeconfig", str(control_plane.kubeconfig)
+        )
+        cfg = write_scheduler_config(tmp_path / f"cfg-{n}.json", doc)
         p = KschedProcess(
             [
                 f"--config={cfg}",
-                f"--kubeconfig={control_plane.kubeconfig}",
                 f"--client-ca-file={control_plane.ca_file}",
                 "-v",
                 "2",
@@ -109,9 +112,9 @@ def holder(cp: ControlPlane, namespace: str, name: str) -> str:
 
 
 def identity_of(p: KschedProcess) -> str:
-    p.wait_for_log("leading as ", 30)
-    line = next(ln for ln in p.text().splitlines() if "leading as " in ln)
-    return line.split("leading as ", 1)[1].strip()
+    p.wait_for_log('"Leading" identity="', 30)
+    line = next(ln for ln in p.text().splitlines() if '"Leading" identity="' in ln)
+    return line.split('"Leading" identity="', 1)[1].split('"', 1)[0]
 
 
 def wait_until(cond: Callable[[], bool], timeout: float, what: str, poll: float = 0.02) -> float:
@@ -216,9 +219,9 @@ def scheduled_count(p: KschedProcess, cp: ControlPlane) -> float:
 
 
 def candidate_identity(p: KschedProcess) -> str:
-    p.wait_for_log("attempting to acquire leader lease", 30)
-    line = next(ln for ln in p.text().splitlines() if "attempting to acquire" in ln)
-    return line.split(" as ", 1)[1].rstrip(".").strip()
+    p.wait_for_log("Attempting to acquire leader lease...", 30)
+    line = next(ln for ln in p.text().splitlines() if '"Leader election candidate"' in ln)
+    return line.split('identity="', 1)[1].split('"', 1)[0]
 
 
 def test_sigkill_of_the_leader_mid_run_loses_no_pod_and_binds_each_once(
@@ -247,7 +250,7 @@ def test_sigkill_of_the_leader_mid_run_loses_no_pod_and_binds_each_once(
     procs = [replicas(config), replicas(config)]
     ids = [candidate_identity(p) for p in procs]
     for p in procs:
-        p.wait_for_log("caches synced", 30)  # hot standbys: informers run
+        p.wait_for_log("Caches are synced", 30)  # hot standbys: informers run
     watch = BindingWatch(cp, namespace)
     try:
         t0 = time.monotonic()
@@ -262,7 +265,7 @@ def test_sigkill_of_the_leader_mid_run_loses_no_pod_and_binds_each_once(
         leader, standby = procs[leader_i], procs[1 - leader_i]
         wait_until(lambda: watch.bound() >= 400, 60, f"400 bound ({watch.errors})")
         assert scheduled_count(standby, cp) == 0  # only the leader binds
-        assert "leading as" not in standby.text()
+        assert '"Leading"' not in standby.text()
         leader.kill()
         t_kill = time.monotonic()
         bound_at_kill = watch.bound()
@@ -328,10 +331,10 @@ def test_graceful_shutdown_releases_the_lease_and_the_standby_takes_over_within_
     a = replicas(config)
     a_id = identity_of(a)
     b = replicas(config)
-    b.wait_for_log("attempting to acquire leader lease", 30)
+    b.wait_for_log("Attempting to acquire leader lease...", 30)
     a.signal(signal.SIGTERM)
     assert a.wait(30) == 0, a.text()
-    assert "released lease" in a.text()
+    assert '"Released lease"' in a.text()
     t_exit = time.monotonic()
     wait_until(lambda: holder(cp, namespace, name) not in ("", a_id), 10, "standby takes over")
     waited = time.monotonic() - t_exit
@@ -411,18 +414,18 @@ def test_delay_cache_until_active_keeps_a_standby_cold_and_unready(
     config = {"leaderElection": le_config(namespace, name), "delayCacheUntilActive": True}
     a = replicas(config)
     identity_of(a)
-    a.wait_for_log("caches synced", 30)
+    a.wait_for_log("Caches are synced", 30)
     b = replicas(config)
-    b.wait_for_log("attempting to acquire leader lease", 30)
+    b.wait_for_log("Attempting to acquire leader lease...", 30)
     b.wait_serving()
     status, text = b.get("/readyz?verbose")
     assert status == 500, text
     assert "[-]sched-handler-sync failed: reason withheld" in text
     assert "[+]leaderElection ok" in text
     assert b.get("/healthz")[0] == 200  # a standby is healthy
-    assert "caches synced" not in b.text()
+    assert "Caches are synced" not in b.text()
     assert a.get("/readyz")[0] == 200
     a.signal(signal.SIGTERM)
     assert a.wait(30) == 0
-    b.wait_for_log("caches synced", 10)
+    b.wait_for_log("Caches are synced", 10)
     wait_until(lambda: b.get("/readyz")[0] == 200, 10, "new leader ready")

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from ksched._core import CompiledPod, Snapshot
+from ksched._core import Profile as KernelProfile
 from ksched.api.pod import Pod
 from ksched.framework.builtins import default_plugins
 from ksched.framework.cycle_state import CycleState
@@ -819,6 +820,10 @@ async def test_a_victim_frees_a_host_port_another_pod_also_holds() -> None:
     ]
     async with running(nodes, pods, filters=DEFAULT_FILTERS) as env:
         assert env.candidates("p", statuses(["n1"])) == {"n1": (["low"], 0)}
+        # ...on the copy: the node itself still has 9090 in use after the dry run.
+        snap = env.sched.cache.snapshot
+        again = snap.schedule(env.sched.compile(env.pod("p")), KernelProfile(["NodePorts"], [], {}))
+        assert again.node is None
 
 
 SPREAD_ZONE = {

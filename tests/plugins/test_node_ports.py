@@ -153,3 +153,22 @@ def test_a_removed_pod_frees_its_ports_even_when_another_pod_holds_them() -> Non
     assert snap.schedule(wanted, profile).node is None
     assert snap.remove_pod(c["pods"][0]["uid"])
     assert snap.schedule(wanted, profile).node == "n1"  # b still holds 8080, upstream too
+
+
+@pytest.mark.parametrize("place", ["schedule_batch", "schedule_gang"])
+def test_tentative_placements_leave_a_port_another_pod_holds(place: str) -> None:
+    """schedule_batch and schedule_gang account each pod they place and undo that before
+    returning; the undo must not free a port another pod on the node holds (upstream
+    assumes those pods for real, or places them on a copy). The tentative pod lands on
+    the node's port because its profile has no NodePorts."""
+    c = cluster([node("n1")], [ports_pod("a", "TCP/0.0.0.0/8080", node_name="n1")])
+    snap = snapshot(c)
+    tentative = compile_pod(ports_pod("t", "TCP/0.0.0.0/8080"))
+    no_ports = Profile([], [], {})
+    if place == "schedule_batch":
+        results = snap.schedule_batch([tentative], no_ports)
+    else:
+        results = snap.schedule_gang([tentative], no_ports, 1).results
+    assert [r.node for r in results] == ["n1"]
+    wanted = compile_pod(ports_pod("p", "TCP/127.0.0.1/8080"))
+    assert snap.schedule(wanted, Profile([PLUGIN], [], {})).node is None  # a still holds 8080

@@ -91,16 +91,22 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 async def _main(args: argparse.Namespace) -> int:
     from ksched.client.api import connect
+    from ksched.options import parse, resolve_gates
 
-    opts = run.RunOptions(
-        config=args.config,
-        kubeconfig=args.kubeconfig,
-        leader_elect=False,
-        feature_gates=run.parse_feature_gates(args.feature_gates or ""),
-    )
-    cfg = run.resolve_config(opts)
+    argv = ["--leader-elect=false"]
+    if args.config:
+        argv.append(f"--config={args.config}")
+    elif args.kubeconfig:
+        argv.append(f"--kubeconfig={args.kubeconfig}")
+    if args.feature_gates:
+        argv.append(f"--feature-gates={args.feature_gates}")
+    opts = parse(argv)
+    gate = resolve_gates(opts)
+    cfg = run.resolve_config(opts, gate)
+    if args.config and args.kubeconfig:
+        cfg.client_connection.kubeconfig = args.kubeconfig
     run.check_supported(cfg)
-    gates = opts.gates()
+    gates = gate.config_gates()
     profiles = run.profiles_from_config(cfg, gates)
     stop = asyncio.Event()
     run.install_signal_handlers(stop)

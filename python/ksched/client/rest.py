@@ -48,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
@@ -56,10 +57,13 @@ import aiohttp
 import orjson
 
 from ksched.client.kubeconfig import ClientConfig
+from ksched.client.metrics import REST_METRICS, host_of
 from ksched.client.ratelimit import TokenBucket
 from ksched.cluster import APIError, Conflict, Gone, NotFound
 
 log = logging.getLogger(__name__)
+
+loop_time = time.monotonic
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -205,6 +209,8 @@ class RestClient:
         #: Requests holding a slot now, and the most that ever did (tests, metrics).
         self.in_flight = 0
         self.max_in_flight = 0
+        #: The ``host`` label of the ``rest_client_*`` metrics.
+        self.metrics_host = host_of(config.host)
 
     # ---- sessions ------------------------------------------------------------------
 
@@ -346,6 +352,7 @@ class RestClient:
                 if method == "GET" and broken < GET_CONNECTION_RETRIES and _connection_broke(exc):
                     broken += 1
                     self.retries += 1
+                    REST_METRICS.retried(method, self.metrics_host, "<error>")
                     await asyncio.sleep(0.1 * 2**broken)
                     continue
                 raise connection_error(method, path, exc) from exc
@@ -354,10 +361,12 @@ class RestClient:
             if status == 401 and not reauth and self.config.credentials.refreshable:
                 reauth = True
                 self.retries += 1
+                REST_METRICS.retried(method, self.metrics_host, status)
                 continue
             if wait is not None and attempt < MAX_RETRIES:
                 attempt += 1
                 self.retries += 1
+                REST_METRICS.retried(method, self.metrics_host, status)
                 log.debug("%s %s: %d, retrying in %.1fs", method, path, status, wait)
                 await asyncio.sleep(wait)
                 continue
@@ -380,6 +389,7 @@ class RestClient:
             self.in_flight += 1
             if self.in_flight > self.max_in_flight:
                 self.max_in_flight = self.in_flight
+            began = loop_time()
             try:
                 await limiter.acquire()
                 if body is None and json_body is not None:
@@ -388,18 +398,33 @@ class RestClient:
                     content_type if body is not None else None, force_auth=force_auth
                 )
                 self.requests += 1
-                async with self.session().request(
-                    method,
-                    self.url(path),
-                    params=params,
-                    data=body,
-                    headers=headers,
-                    timeout=timeout,
-                    proxy=self.config.proxy,
-                    server_hostname=self.config.server_hostname,
-                ) as resp:
-                    raw = await resp.read()
-                    return resp.status, raw, _retry_after(resp)
+                sent = loop_time()
+                code: int | str = "<error>"
+                raw = b""
+                try:
+                    async with self.session().request(
+                        method,
+                        self.url(path),
+                        params=params,
+                        data=body,
+                        headers=headers,
+                        timeout=timeout,
+                        proxy=self.config.proxy,
+                        server_hostname=self.config.server_hostname,
+                    ) as resp:
+                        raw = await resp.read()
+                        code = resp.status
+                        return resp.status, raw, _retry_after(resp)
+                finally:
+                    REST_METRICS.answered(
+                        method,
+                        self.metrics_host,
+                        code,
+                        seconds=loop_time() - sent,
+                        waited=sent - began,
+                        sent=len(body) if body else 0,
+                        received=len(raw),
+                    )
             finally:
                 self.in_flight -= 1
 
@@ -443,10 +468,12 @@ class RestClient:
         Failures while connecting or while the caller reads the body are mapped like
         :meth:`request`'s; no retries here (the informer decides).
         """
+        began = loop_time()
         await (limiter or self.limiter).acquire()
         headers = await self._headers(None, force_auth=False)
         self.requests += 1
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=read_timeout)
+        waited = loop_time() - began
         try:
             async with self.stream_session().get(
                 self.url(path),
@@ -456,6 +483,15 @@ class RestClient:
                 proxy=self.config.proxy,
                 server_hostname=self.config.server_hostname,
             ) as resp:
+                REST_METRICS.answered(
+                    "GET",
+                    self.metrics_host,
+                    resp.status,
+                    seconds=None,
+                    waited=waited,
+                    sent=0,
+                    received=0,
+                )
                 if resp.status != 200:
                     raw = await resp.read()
                     if resp.status == 401:

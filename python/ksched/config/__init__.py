@@ -30,6 +30,7 @@ from ksched.config.defaults import (
 from ksched.config.duration import Duration
 from ksched.config.errors import ConfigError, FieldError
 from ksched.config.load import (
+    apply_extenders,
     decode_config_bytes,
     dump_yaml,
     effective_config,
@@ -120,6 +121,7 @@ __all__ = [
     "UnknownArgs",
     "UtilizationShapePoint",
     "VolumeBindingArgs",
+    "apply_extenders",
     "decode_config_bytes",
     "default_args",
     "default_plugins",

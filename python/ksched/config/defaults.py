@@ -13,8 +13,11 @@ them at that point) and disabled names are carried along so the framework's
 multiPoint expansion can skip them.
 
 Which defaults apply depends on feature gates; :class:`FeatureGates` holds the v1.36
-default of every gate that changes configuration defaults or validation (from
-``pkg/features/kube_features.go``'s versioned specs) so tests can flip one.
+default of every gate that changes configuration defaults or validation, profiles or
+the scheduler itself (from ``pkg/features/kube_features.go``'s versioned specs) so
+tests can flip one. ``ksched run`` builds it from the command line's gates
+(:meth:`ksched.config.features.FeatureGate.config_gates`, through :data:`GATE_FIELDS`);
+every gate here is in :data:`ksched.config.features.ACTED_ON`.
 """
 
 from __future__ import annotations
@@ -73,7 +76,8 @@ DYNAMIC_RESOURCES_BINDING_TIMEOUT: Final = Duration.seconds(600)
 
 @dataclass(frozen=True, slots=True)
 class FeatureGates:
-    """Feature gates that change config defaults or validation; v1.36 defaults."""
+    """Feature gates that change config defaults or validation, profiles or the
+    scheduler (queue, batching, pod groups); v1.36 defaults."""
 
     dynamic_resource_allocation: bool = True  # GA in 1.34, locked on in 1.35
     dra_scheduler_filter_timeout: bool = True  # beta, on since 1.34
@@ -85,28 +89,11 @@ class FeatureGates:
     gang_scheduling: bool = False  # alpha since 1.35, needs GenericWorkload
     topology_aware_workload_scheduling: bool = False  # alpha since 1.36, needs GenericWorkload
     workload_aware_preemption: bool = False  # alpha since 1.36, needs GangScheduling
+    opportunistic_batching: bool = True  # beta, on since 1.35
+    scheduler_pop_from_backoff_q: bool = True  # beta, on since 1.33
 
     def with_(self, **changes: bool) -> FeatureGates:
         return replace(self, **changes)
-
-    def with_flags(self, flags: Mapping[str, bool]) -> FeatureGates:
-        """These gates with ``--feature-gates`` values applied (upstream names; names
-        this table does not hold are left to the caller). Raises ``ValueError`` when an
-        enabled gate depends on a disabled one, as component-base does."""
-        gates = replace(self, **{GATE_FIELDS[k]: v for k, v in flags.items() if k in GATE_FIELDS})
-        errs = []
-        for gate, deps in GATE_DEPENDENCIES.items():
-            if not getattr(gates, GATE_FIELDS[gate]):
-                continue
-            off = [d for d in deps if not getattr(gates, GATE_FIELDS[d])]
-            if off:
-                disabled = " ".join(off)
-                errs.append(
-                    f"{gate} is enabled, but depends on features that are disabled: [{disabled}]"
-                )
-        if errs:
-            raise ValueError("; ".join(errs))
-        return gates
 
 
 DEFAULT_FEATURE_GATES: Final = FeatureGates()
@@ -123,12 +110,8 @@ GATE_FIELDS: Final[Mapping[str, str]] = {
     "GangScheduling": "gang_scheduling",
     "TopologyAwareWorkloadScheduling": "topology_aware_workload_scheduling",
     "WorkloadAwarePreemption": "workload_aware_preemption",
-}
-#: ``defaultKubernetesFeatureGateDependencies`` among the gates of this table.
-GATE_DEPENDENCIES: Final[Mapping[str, tuple[str, ...]]] = {
-    "GangScheduling": ("GenericWorkload",),
-    "TopologyAwareWorkloadScheduling": ("GenericWorkload",),
-    "WorkloadAwarePreemption": ("GangScheduling",),
+    "OpportunisticBatching": "opportunistic_batching",
+    "SchedulerPopFromBackoffQ": "scheduler_pop_from_backoff_q",
 }
 
 

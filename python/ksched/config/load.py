@@ -330,7 +330,7 @@ def effective_config(cfg: KubeSchedulerConfiguration) -> KubeSchedulerConfigurat
     internal type become ``false``.
     """
     out = copy.deepcopy(cfg)
-    _apply_extenders(out)
+    apply_extenders(out)
     if out.enable_profiling is None:
         out.enable_profiling = False
     if out.enable_contention_profiling is None:
@@ -345,7 +345,7 @@ def effective_config(cfg: KubeSchedulerConfiguration) -> KubeSchedulerConfigurat
     return out
 
 
-def _apply_extenders(cfg: KubeSchedulerConfiguration) -> None:
+def apply_extenders(cfg: KubeSchedulerConfiguration) -> None:
     """What kube-scheduler's ``buildExtenders`` writes back into the config it then
     prints: an unset ``httpTimeout`` becomes 5s (``NewHTTPExtender``), and the
     resources extenders mark ``ignoredByScheduler`` replace every profile's

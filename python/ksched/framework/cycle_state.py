@@ -15,6 +15,8 @@ __all__ = ["CycleState"]
 class CycleState:
     __slots__ = (
         "_data",
+        "evaluated_nodes",
+        "feasible_nodes",
         "parallel_pre_bind_plugins",
         "pod_group_cycle",
         "pre_filter_node_plugins",
@@ -57,6 +59,9 @@ class CycleState:
         self.pod_group_cycle: Any = None
         #: PostFilter plugins do not run (upstream ``SetSkipAllPostFilterPlugins``).
         self.skip_post_filter = False
+        #: The nodes the placement examined and found feasible (the bound-pod log line).
+        self.evaluated_nodes = 0
+        self.feasible_nodes = 0
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value

@@ -17,15 +17,15 @@ watching: a ping is answered within one interval, which the controller tolerates
 from __future__ import annotations
 
 import asyncio
-import logging
 
+from ksched import logs
 from ksched.cluster import APIError, ClusterAPI, NotFound
 from ksched.leaderelection.elector import Clock, RealClock, _wait
 from ksched.leaderelection.lease import format_micro_time, parse_micro_time
 
 __all__ = ["RENEW_INTERVAL", "LeaseCandidate"]
 
-log = logging.getLogger(__name__)
+log = logs.get_logger(__name__)
 
 #: client-go ``requeueInterval``: renew at least this often without a ping.
 RENEW_INTERVAL = 300.0
@@ -81,7 +81,7 @@ class LeaseCandidate:
                 namespace=self.namespace, name=self.name, kind="leasecandidates"
             )
         except NotFound:
-            log.info("creating lease candidate %s/%s", self.namespace, self.name)
+            log.v(2).info("Creating lease candidate")
             await self.api.create_lease(lease=self._new(), kind="leasecandidates")
             self._last_renew = self.clock.monotonic()
             return
@@ -103,7 +103,6 @@ class LeaseCandidate:
                 await self.ensure()
                 self.synced.set()
             except (APIError, OSError, TimeoutError) as exc:
-                log.error("ensuring lease candidate %s/%s failed: %s", self.namespace, self.name,
-                          exc)  # fmt: skip
+                log.error("Ensuring lease failed", err=exc)
             if await _wait(stop, self.poll_interval):
                 return

@@ -39,15 +39,16 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import logging
 import random
+import socket
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ksched import logs
 from ksched.cluster import APIError, ClusterAPI, Conflict, NotFound
 from ksched.leaderelection.lease import LeaderElectionRecord, LeaseLock, format_micro_time
 
@@ -60,7 +61,7 @@ __all__ = [
     "lease_event_recorder",
 ]
 
-log = logging.getLogger(__name__)
+log = logs.get_logger(__name__)
 
 #: client-go ``leaderelection.JitterFactor``.
 JITTER_FACTOR = 1.2
@@ -134,6 +135,8 @@ class LeaderElector:
         #: (None: never held, or released). Others may take the Lease only a full
         #: leaseDuration after they saw that renewal, hence after this time.
         self.renewed_at: float | None = None
+        #: Renewals that took the slow path (read, then update): leader_election_slowpath_total.
+        self.slow_path_renewals = 0
 
     # ---- state -----------------------------------------------------------------------
 
@@ -198,8 +201,8 @@ class LeaderElector:
             try:
                 await self.lock.update(record)
             except (APIError, OSError, TimeoutError) as exc:
-                log.info("failed to update lease %s optimistically (%s); falling back to slow "
-                         "path", self.lock.describe(), exc)  # fmt: skip
+                log.v(2).info("Failed to update lease optimistically, falling back to slow path",
+                              lock=self.lock.describe(), err=exc)  # fmt: skip
             else:
                 self._renewed(record, sent)
                 return True
@@ -211,12 +214,12 @@ class LeaderElector:
             try:
                 await self.lock.create(record)
             except (APIError, OSError, TimeoutError) as exc:
-                log.error("error initially creating lease %s: %s", self.lock.describe(), exc)
+                log.error("Error initially creating lease lock", err=exc, lock=self.lock.describe())
                 return False
             self._renewed(record, sent)
             return True
         except (APIError, OSError, TimeoutError) as exc:
-            log.error("error retrieving lease %s: %s", self.lock.describe(), exc)
+            log.error("Error retrieving lease lock", err=exc, lock=self.lock.describe())
             return False
         # 3. Someone else's, and not expired by our own clock?
         self._observe(old, raw)
@@ -225,20 +228,21 @@ class LeaderElector:
             and self._lease_valid(self.clock.monotonic())
             and not self.is_leader()
         ):
-            log.debug("lease %s is held by %s and has not yet expired", self.lock.describe(),
-                      old.holder_identity)  # fmt: skip
+            log.v(4).info("Lease is held by and has not yet expired", lock=self.lock.describe(),
+                          holder=old.holder_identity)  # fmt: skip
             return False
         # 4. Take or keep it.
         if self.is_leader():
             record.acquire_time = old.acquire_time
             record.leader_transitions = old.leader_transitions
+            self.slow_path_renewals += 1
         else:
             record.leader_transitions = old.leader_transitions + 1
         sent = self.clock.monotonic()
         try:
             await self.lock.update(record)
         except (APIError, OSError, TimeoutError) as exc:
-            log.error("failed to update lease %s: %s", self.lock.describe(), exc)
+            log.error("Failed to update lease", err=exc, lock=self.lock.describe())
             return False
         self._renewed(record, sent)
         return True
@@ -248,21 +252,19 @@ class LeaderElector:
         try:
             old, raw = await self.lock.get()
         except NotFound:
-            log.info("lease %s not found (the leader election controller creates it)",
-                     self.lock.describe())  # fmt: skip
+            log.info("Lease lock not found", lock=self.lock.describe(), err="not found")
             return False
         except (APIError, OSError, TimeoutError) as exc:
-            log.error("error retrieving lease %s: %s", self.lock.describe(), exc)
+            log.error("Error retrieving lease lock", err=exc, lock=self.lock.describe())
             return False
         self._observe(old, raw)
         if self.observed_time + old.lease_duration_seconds < self.clock.monotonic():
-            log.debug("lease %s has expired", self.lock.describe())
+            log.info("Lease has expired", lock=self.lock.describe())
             return False
         if not self.is_leader():
             return False
         if old.preferred_holder:
-            log.info("lease %s is marked 'end of term' (preferred holder %s): yielding",
-                     self.lock.describe(), old.preferred_holder)  # fmt: skip
+            log.v(4).info("Lease is marked as 'end of term'", lock=self.lock.describe())
             return False
         record.acquire_time = old.acquire_time
         record.leader_transitions = old.leader_transitions
@@ -271,7 +273,7 @@ class LeaderElector:
         try:
             await self.lock.update(record)
         except (APIError, OSError, TimeoutError) as exc:
-            log.error("failed to update lease %s: %s", self.lock.describe(), exc)
+            log.error("Failed to update lock", err=exc, lock=self.lock.describe())
             return False
         self._renewed(record, sent)
         return True
@@ -280,7 +282,9 @@ class LeaderElector:
         try:
             return await asyncio.wait_for(self.try_acquire_or_renew(), max(timeout, 0.001))
         except TimeoutError:
-            log.error("lease %s: attempt timed out after %.1fs", self.lock.describe(), timeout)
+            log.error(
+                "Lease attempt timed out", lock=self.lock.describe(), timeout=f"{timeout:.1f}s"
+            )
             return False
 
     # ---- loops -------------------------------------------------------------------------
@@ -291,12 +295,12 @@ class LeaderElector:
     async def acquire(self, stop: asyncio.Event) -> bool:
         """Try until the Lease is ours (True) or ``stop`` is set (False)."""
         desc = self.lock.describe()
-        log.info("attempting to acquire leader lease %s as %s...", desc, self.identity)
+        log.info("Attempting to acquire leader lease...", lock=desc)
         while not stop.is_set():
             ok = await self._attempt(self.renew_deadline)
             self._maybe_report_transition()
             if ok:
-                log.info("successfully acquired lease %s", desc)
+                log.info("Successfully acquired lease", lock=desc)
                 self.leading = True
                 await self._event("became leader")
                 return True
@@ -326,7 +330,9 @@ class LeaderElector:
             if stop.is_set():
                 break
             if not ok:
-                log.info("failed to renew lease %s: timed out waiting for the condition", desc)
+                log.info(
+                    "Failed to renew lease", lock=desc, err="timed out waiting for the condition"
+                )
                 self.leading = False
                 await self._event("stopped leading")
                 return False
@@ -342,7 +348,7 @@ class LeaderElector:
         try:
             return await asyncio.wait_for(self._try_release(), self.renew_deadline)
         except TimeoutError:
-            log.error("failed to release lease %s: timed out", self.lock.describe())
+            log.error("Failed to release lease", err="timed out", lock=self.lock.describe())
             return False
 
     async def _try_release(self) -> bool:
@@ -350,7 +356,7 @@ class LeaderElector:
             try:
                 old, _ = await self.lock.get()
             except (APIError, OSError) as exc:
-                log.error("failed to release lease %s: %s", self.lock.describe(), exc)
+                log.error("Failed to release lease", err=exc, lock=self.lock.describe())
                 return False
             if old.holder_identity != self.identity:
                 return True
@@ -366,11 +372,11 @@ class LeaderElector:
             except Conflict:
                 continue
             except (APIError, OSError) as exc:
-                log.error("failed to release lease %s: %s", self.lock.describe(), exc)
+                log.error("Failed to release lease", err=exc, lock=self.lock.describe())
                 return False
             self._set_observed(record)
             self.renewed_at = None
-            log.info("released lease %s", self.lock.describe())
+            log.v(2).info("Released lease", lock=self.lock.describe())
             return True
 
     def check(self, max_tolerable_expired_lease: float) -> str | None:
@@ -389,24 +395,36 @@ class LeaderElector:
             try:
                 await self.record_event(f"{self.identity} {what}")
             except (APIError, OSError, TimeoutError) as exc:
-                log.debug("lease event not recorded: %s", exc)
+                log.v(4).info("Lease event not recorded", err=exc)
 
 
 class LeaderMetrics(Collector):
-    """client-go's ``leader_election_master_status{name}``: 1 while leading."""
+    """client-go's ``leader_election_master_status{name}`` (1 while leading) and
+    ``leader_election_slowpath_total{name}`` (exposed once it has a count, as
+    client_golang exposes a vector)."""
 
     def __init__(self, elector: LeaderElector) -> None:
         self._elector = elector
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         family = GaugeMetricFamily(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
-            "backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            "backup, 1 indicates master. 'name' is the string used to identify the lease. "
+            "Please make sure to group by name.",
             labels=["name"],
         )
         family.add_metric([self._elector.name], 1.0 if self._elector.leading else 0.0)
         yield family
+        if self._elector.slow_path_renewals:
+            slow = CounterMetricFamily(
+                "leader_election_slowpath",
+                "Total number of slow path exercised in renewing leader leases. 'name' is the "
+                "string used to identify the lease. Please make sure to group by name.",
+                labels=["name"],
+            )
+            slow.add_metric([self._elector.name], float(self._elector.slow_path_renewals))
+            yield slow
 
 
 def lease_event_recorder(
@@ -428,7 +446,8 @@ def lease_event_recorder(
                 },
                 "eventTime": now,
                 "reportingController": controller,
-                "reportingInstance": lock.identity,
+                # The legacy recorder kube-scheduler uses reports the host.
+                "reportingInstance": socket.gethostname(),
                 "action": "LeaderElection",
                 "reason": "LeaderElection",
                 "type": "Normal",

@@ -55,7 +55,6 @@ PDB label selectors are matched without validating label syntax.
 from __future__ import annotations
 
 import asyncio
-import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
@@ -63,6 +62,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
+from ksched import logs
 from ksched._core import CompiledPod, PreemptionDryRun, Profile, ScheduleResult, Snapshot
 from ksched.api.pod import Pod, start_time_of
 from ksched.backend.compile import compile_pod
@@ -87,7 +87,7 @@ from ksched.framework.interface import (
 )
 from ksched.framework.status import Code, Status
 
-log = logging.getLogger(__name__)
+log = logs.get_logger(__name__)
 
 __all__ = [
     "DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE",
@@ -515,6 +515,11 @@ class DefaultPreemption:
         if errors and not found:
             return None, Status(Code.ERROR, errors[0])
         if not found:
+            ref = logs.kobj(pod)
+            log.with_values(pod=ref).v(2).info(
+                "No preemption candidate is found; preemption is not helpful for scheduling",
+                pod=ref,
+            )
             counts: dict[str, int] = {}
             for _, _, _, reasons in node_statuses:
                 for r in reasons:
@@ -544,6 +549,10 @@ class DefaultPreemption:
         cycle (``DEFERRED_ACTIONS_KEY``) the evictions wait for the cycle's verdict."""
         if best is None or not best.node:
             return None, Status(Code.UNSCHEDULABLE, ERR_NO_CANDIDATE)
+        ref = logs.kobj(pod)
+        log.with_values(pod=ref).v(2).info(
+            "the target node for the preemption is determined", node=best.node, pod=ref
+        )
         deferred = state.get(DEFERRED_ACTIONS_KEY)
         if deferred is not None:
             chosen = best
@@ -573,10 +582,10 @@ class DefaultPreemption:
                 answer = await ext.process_preemption(pod, victims)
             except (ExtenderError, OSError, TimeoutError) as exc:
                 if ext.is_ignorable():
-                    log.info(
-                        "skipped extender %s as it returned error and has ignorable flag set: %s",
-                        ext.name(),
-                        exc,
+                    log.v(2).info(
+                        "Skipped extender as it returned error and has ignorable flag set",
+                        extender=ext.name(),
+                        err=exc,
                     )
                     continue
                 return None, Status(Code.ERROR, str(exc))
@@ -587,8 +596,10 @@ class DefaultPreemption:
                     return None, Status(
                         Code.ERROR, f'expected at least one victim pod on node "{node}"'
                     )
-                log.info(
-                    "ignored node %s for which extender %s reported no victims", node, ext.name()
+                log.v(2).info(
+                    "Ignored node for which the extender didn't report victims",
+                    node=logs.kref("", node),
+                    extender=ext.name(),
                 )
                 del answer[node]
             victims = answer
@@ -840,6 +851,13 @@ class DefaultPreemption:
         # that PreEnqueue can tell once its deletion went through). The parallel ones
         # start as tasks now, so an API that answers at once finishes it all in one
         # turn of the event loop.
+        log.v(2).info(
+            "Start the preemption asynchronously",
+            preemptor=logs.kobj(pod),
+            node=c.node,
+            numVictims=len(victims),
+            numVictimsToDelete=len(to_delete),
+        )
         loop = asyncio.get_running_loop()
         first = [loop.create_task(self._preempt_pod(c.node, pod, v)) for v in to_delete[:-1]]
         h.spawn(self._preempt_async(c.node, pod, first, to_delete[-1], nominated))
@@ -855,6 +873,7 @@ class DefaultPreemption:
         h = self.handle
         uid = preemptor.uid
         failed = False
+        began = time.perf_counter()
         try:
             # Lower-priority pods nominated to the node may no longer fit there: clear
             # their nomination so that they look elsewhere sooner.
@@ -866,23 +885,41 @@ class DefaultPreemption:
                         patch={"status": {"nominatedNodeName": None}},
                     )
                 except (APIError, OSError, TimeoutError) as exc:
-                    log.warning("cannot clear the nominated node of %s: %s", p.key, exc)
+                    log.error(
+                        "Cannot clear 'NominatedNodeName' field of pod",
+                        err=exc,
+                        pod=logs.kobj(p),
+                    )
                     failed = True
             ok = True
             for task in first:
                 try:
                     await task
                 except (APIError, OSError, TimeoutError) as exc:
-                    log.warning("preemption by %s failed: %s", preemptor.key, exc)
+                    log.error("Error preempting pod", err=exc, preemptor=logs.kobj(preemptor))
                     ok = False
             if ok:
                 self._preempting[uid] = (last.namespace, last.name)
                 try:
                     await self._preempt_pod(node, preemptor, last)
                 except (APIError, OSError, TimeoutError) as exc:
-                    log.warning("preemption of %s by %s failed: %s", last.key, preemptor.key, exc)
+                    log.error(
+                        "Error preempting pod",
+                        err=exc,
+                        preemptor=logs.kobj(preemptor),
+                        victim=logs.kobj(last),
+                    )
                     ok = False
             failed = failed or not ok
+            result = "error" if failed else "success"
+            h.metrics.preemption_goroutines_duration.observe((result,), time.perf_counter() - began)
+            h.metrics.preemption_goroutines_total.inc((result,))
+            log.v(2).info(
+                "Async Preemption finished completely",
+                preemptor=logs.kobj(preemptor),
+                node=node,
+                result=result,
+            )
         finally:
             for task in first:
                 task.cancel()  # no-op for finished ones; the loop is stopping otherwise
@@ -922,7 +959,19 @@ class DefaultPreemption:
             try:
                 await h.api.delete_pod(namespace=victim.namespace, name=victim.name, uid=victim.uid)
             except (NotFound, Conflict):
+                log.v(2).info(
+                    "Victim Pod is already deleted",
+                    preemptor=logs.kobj(preemptor),
+                    victim=logs.kobj(victim),
+                    node=node,
+                )
                 return  # already deleted (or replaced by a pod of the same name)
+            log.v(2).info(
+                "Preemptor Pod preempted victim Pod",
+                preemptor=logs.kobj(preemptor),
+                victim=logs.kobj(victim),
+                node=node,
+            )
         h.record_event(
             victim,
             "Normal",

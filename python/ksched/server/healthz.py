@@ -57,6 +57,14 @@ class HealthGroup:
     def __init__(self, name: str, checks: Sequence[HealthCheck]) -> None:
         self.name = name
         self.checks = list(checks) or [PING]
+        #: Called with (group, check, passed) for every check run (``/metrics/slis``).
+        self.on_result: Callable[[str, str, bool], None] | None = None
+
+    def _run_check(self, c: HealthCheck) -> str | None:
+        err = _safe(c)
+        if self.on_result is not None:
+            self.on_result(self.name, c.name, err is None)
+        return err
 
     def names(self) -> list[str]:
         return [c.name for c in self.checks]
@@ -70,7 +78,7 @@ class HealthGroup:
                 excluded.discard(c.name)
                 lines.append(f"[+]{c.name} excluded: ok")
                 continue
-            err = _safe(c)
+            err = self._run_check(c)
             if err is not None:
                 lines.append(f"[-]{c.name} failed: reason withheld")
                 failed.append(f"[-]{c.name} failed: {err}")
@@ -91,7 +99,7 @@ class HealthGroup:
         """``/<group>/<name>``; None when there is no such check."""
         for c in self.checks:
             if c.name == name:
-                err = _safe(c)
+                err = self._run_check(c)
                 if err is None:
                     return HealthResult(200, "ok")
                 return HealthResult(500, f"internal server error: {err}\n")

@@ -245,3 +245,25 @@ def test_help_lists_every_workload_and_the_exit_statuses(
     assert "``" not in out  # no raw markup
     for command in ("simulate", "bench", "run", "validate-config"):
         assert command in out
+
+
+def test_kube_scheduler_is_a_console_command_with_upstreams_flags(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import tomllib
+
+    scripts = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml").read_text())[
+        "project"
+    ]["scripts"]
+    assert scripts["kube-scheduler"] == "ksched.cli:kube_scheduler_main"
+    assert cli.kube_scheduler(["--help"]) == 0
+    assert capsys.readouterr().out.startswith("The Kubernetes scheduler is a control plane")
+    assert cli.kube_scheduler(["--leader-elect", "false"]) == 1
+    assert capsys.readouterr().err.endswith(
+        'Error: "kube-scheduler" does not take any arguments, got ["false"]\n'
+    )
+    assert cli.kube_scheduler(["--nope"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Usage:\n  kube-scheduler [flags]\n") and err.endswith(
+        "\nError: unknown flag: --nope\n"
+    )

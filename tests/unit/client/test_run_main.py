@@ -15,9 +15,9 @@ from ksched.config import (
     KubeSchedulerConfiguration,
     load_config_bytes,
 )
+from ksched.options import parse, resolve_gates
 from ksched.run import (
     RunError,
-    RunOptions,
     check_supported,
     profiles_from_config,
     resolve_config,
@@ -79,14 +79,14 @@ def test_profiles_percentage_overrides_global_and_plugin_changes_apply() -> None
 
 
 def test_flags_override_the_file_and_unsupported_features_are_refused() -> None:
-    c = resolve_config(RunOptions(kubeconfig="/k", leader_elect=None))
+    c = resolve_config(parse(["--kubeconfig=/k"]))
     assert c.client_connection.kubeconfig == "/k"
     assert c.leader_election.leader_elect is True  # the v1 default
     check_supported(c)  # leader election is supported (ksched.leaderelection)
     c.leader_election.resource_lock = "endpointsleases"
     with pytest.raises(RunError, match="resourceLock"):
         check_supported(c)
-    c = resolve_config(RunOptions(leader_elect=False))
+    c = resolve_config(parse(["--leader-elect=false"]))
     check_supported(c)
     c.extenders.append(Extender(url_prefix="http://127.0.0.1:1", filter_verb="filter"))
     check_supported(c)  # extenders are supported...
@@ -102,18 +102,24 @@ def test_flags_override_the_file_and_unsupported_features_are_refused() -> None:
 
 def test_storage_capacity_scoring_gate_gives_volume_binding_its_shape() -> None:
     # Off (v1.36's default): no shape, so VolumeBinding does not score.
-    args = profiles_from_config(resolve_config(RunOptions()))["default-scheduler"].plugin_args
-    assert not args["VolumeBinding"].get("shape")
-    on = resolve_config(RunOptions(feature_gates={"StorageCapacityScoring": True}))
-    args = profiles_from_config(on)["default-scheduler"].plugin_args
+    opts = parse([])
+    gate = resolve_gates(opts)
+    args = profiles_from_config(resolve_config(opts, gate), gate.config_gates())
+    assert not args["default-scheduler"].plugin_args["VolumeBinding"].get("shape")
+    opts = parse(["--feature-gates=StorageCapacityScoring=true"])
+    gate = resolve_gates(opts)
+    on = profiles_from_config(resolve_config(opts, gate), gate.config_gates())
     # upstream SetDefaults_VolumeBindingArgs: the emptiest node first.
-    assert args["VolumeBinding"]["shape"] == [
+    assert on["default-scheduler"].plugin_args["VolumeBinding"]["shape"] == [
         {"utilization": 0, "score": 10},
         {"utilization": 100, "score": 0},
     ]
 
 
-async def test_stop_finishes_bindings_in_flight_and_takes_no_new_pods() -> None:
+async def test_stop_finishes_bindings_in_flight_and_takes_no_new_pods(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("ksched.scheduler.UNCLAIMED_AFTER", 0.0)
     gate = asyncio.Event()
     cluster = InMemoryCluster(bind_gate=gate)
     cluster.create("nodes", make_node("n1"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import socket
 from collections import Counter
 from collections.abc import Callable
 
@@ -115,12 +116,25 @@ async def test_profiles_route_by_scheduler_name_and_unclaimed_pods_are_counted()
         c.create("pods", make_pod("a"))
         c.create("pods", make_pod("b", scheduler_name="batch-scheduler"))
         c.create("pods", make_pod("c", scheduler_name="typo-scheduler"))
+        tried = make_pod("d", scheduler_name="other-scheduler")
+        tried["status"] = {"conditions": [{"type": "PodScheduled", "status": "False"}]}
+        c.create("pods", tried)
         await wait_for(lambda: len(bound_pods(c)) == 2)
         await asyncio.sleep(0.05)
         assert "c" not in bound_pods(c)
+        # Not yet: a pod counts once it stayed unclaimed for a while.
+        assert sched.unclaimed_pods() == Counter()
+        sched.unclaimed_after = 0.0
+        # "d" carries a PodScheduled condition: another scheduler is trying it.
         assert sched.unclaimed_pods() == Counter({"typo-scheduler": 1})
-        controllers = {e["reportingController"] for e in c.events if e["reason"] == "Scheduled"}
+        scheduled = [e for e in c.events if e["reason"] == "Scheduled"]
+        controllers = {e["reportingController"] for e in scheduled}
         assert controllers == {"default-scheduler", "batch-scheduler"}
+        host = socket.gethostname()
+        assert {e["reportingInstance"] for e in scheduled} == {
+            f"default-scheduler-{host}",
+            f"batch-scheduler-{host}",
+        }
         assert all(e["regarding"]["name"] != "c" for e in c.events)
         c.delete("pods", "default/c")
         await wait_for(lambda: not sched.unclaimed_pods())

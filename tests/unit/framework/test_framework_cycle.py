@@ -481,8 +481,8 @@ async def test_metrics_after_scheduling():
     )
     assert "scheduler_pod_scheduling_attempts_count 5.0" in text
     assert 'scheduler_pod_scheduling_sli_duration_seconds_count{attempts="1"} 5.0' in text
-    assert 'scheduler_scheduler_cache_size{type="nodes"} 2.0' in text
-    assert 'scheduler_scheduler_cache_size{type="pods"} 5.0' in text
+    assert 'scheduler_cache_size{type="nodes"} 2.0' in text
+    assert 'scheduler_cache_size{type="pods"} 5.0' in text
     for point in ("PreEnqueue", "Filter", "Reserve", "Permit", "Bind"):
         assert (
             f'scheduler_framework_extension_point_duration_seconds_count{{extension_point="{point}",'

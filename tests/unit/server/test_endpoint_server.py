@@ -65,13 +65,13 @@ async def test_delegated_auth_order_and_cache() -> None:
         return bool(spec["user"] == "prom")
 
     api.authorize = authorize
-    auth = DelegatingAuth(api)
+    auth = DelegatingAuth(api, authz_reviewer=api)
     assert await auth.authenticate(authorization=None) == ANONYMOUS
     with pytest.raises(AuthError) as err:
         await auth.authenticate(authorization="Bearer bad")
     assert err.value.status == 401
     user = await auth.authenticate(authorization="Bearer good")
-    assert user.name == "prom" and user.groups == ("monitoring",)
+    assert user.name == "prom" and user.groups == ("monitoring", "system:authenticated")
     await auth.authorize(user, verb="get", path="/metrics")
     await auth.authorize(user, verb="get", path="/metrics")
     await auth.authenticate(authorization="Bearer good")
@@ -92,7 +92,7 @@ async def test_https_server_with_a_self_signed_certificate() -> None:
     api.authorize = lambda spec: spec["user"] == "admin"
     server = EndpointServer(
         ServingOptions(bind_address="127.0.0.1", secure_port=0),
-        auth=DelegatingAuth(api),
+        auth=DelegatingAuth(api, authz_reviewer=api),
         healthz=HealthGroup("healthz", []),
         livez=HealthGroup("livez", []),
         readyz=HealthGroup("readyz", [HealthCheck("shutdown", lambda: None)]),

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from ksched import logs
 from ksched._core import CompiledPod, Snapshot
 from ksched.api.errors import InvalidObjectError
 from ksched.api.node import Node
@@ -25,6 +26,27 @@ from ksched.backend.cache.podgroups import PodGroupStates
 from ksched.backend.compile import compile_bound_pod
 
 log = logging.getLogger(__name__)
+_V2 = logs.get_logger(__name__).v(2)
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
+ZONE_LABEL_BETA = "failure-domain.beta.kubernetes.io/zone"
+REGION_LABEL_BETA = "failure-domain.beta.kubernetes.io/region"
+
+
+def zone_key(labels: dict[str, str]) -> str:
+    """component-helpers ``GetZoneKey``: ``region:\\x00:zone``, or "" without either."""
+    zone = labels.get(ZONE_LABEL) or labels.get(ZONE_LABEL_BETA) or ""
+    region = labels.get(REGION_LABEL) or labels.get(REGION_LABEL_BETA) or ""
+    if not zone and not region:
+        return ""
+    return region + ":\x00:" + zone
+
+
+def _node_tree_log(message: str, node: Node) -> None:
+    """Upstream's node tree logs a node joining or leaving it (V(2))."""
+    if _V2.enabled:
+        _V2.info(message, node=logs.kref("", node.name), zone=zone_key(node.labels))
 
 
 @dataclass(slots=True)
@@ -68,11 +90,19 @@ class Cache:
             text = str(exc).removeprefix(f"Node {node.name}: ")
             field, _, message = text.partition(": ")
             raise InvalidObjectError("Node", node.name, field, message) from None
+        old = self.nodes.get(node.name)
+        if old is None:
+            _node_tree_log("Added node to NodeTree", node)
+        elif zone_key(old.labels) != zone_key(node.labels):
+            _node_tree_log("Removed node from NodeTree", old)
+            _node_tree_log("Added node to NodeTree", node)
         self.nodes[node.name] = node
         self.touch(node.name)
 
     def remove_node(self, name: str) -> None:
-        self.nodes.pop(name, None)
+        old = self.nodes.pop(name, None)
+        if old is not None:
+            _node_tree_log("Removed node from NodeTree", old)
         self.snapshot.remove_node(name)
         self.touch(name)
 

@@ -160,6 +160,8 @@ class QueuedPodInfo:
     queue_seq: int = 0
     #: Deleted while in flight: the failure must not requeue it.
     deleted: bool = False
+    #: Moved out of unschedulablePods by the timeout (``pod_scheduled_after_flush``).
+    flushed: bool = False
 
     def __post_init__(self) -> None:
         if not self.uid:
@@ -327,6 +329,14 @@ class SchedulingQueue:
     @property
     def in_flight_events(self) -> int:
         return len(self._events)
+
+    def in_flight_event_counts(self) -> dict[str, int]:
+        """``scheduler_inflight_events``: the recorded events by label, and
+        ``PodPopped`` (the pods in flight), as upstream's activeQ tracks them."""
+        counts: dict[str, int] = {"PodPopped": len(self._in_flight)}
+        for _, event, _, _ in self._events:
+            counts[event.label] = counts.get(event.label, 0) + 1
+        return counts
 
     # ---- backoff -------------------------------------------------------------------
 
@@ -550,8 +560,10 @@ class SchedulingQueue:
             if fn is None:
                 hint = QueueingHint.QUEUE
             else:
+                began = _perf()
                 try:
                     hint = fn(info.pod, old, new)
+                    result = "QueueSkip" if hint == QueueingHint.QUEUE_SKIP else "Queue"
                 except Exception:
                     log.exception(
                         "queueing hint of %s failed for pod %s on %s; treating it as Queue",
@@ -560,6 +572,10 @@ class SchedulingQueue:
                         event.label,
                     )
                     hint = QueueingHint.QUEUE
+                    result = "Error"
+                self.metrics.queueing_hint_duration.observe(
+                    (plugin, event.label, result), _perf() - began
+                )
             if hint == QueueingHint.QUEUE_SKIP:
                 continue
             if plugin in pending:
@@ -910,6 +926,8 @@ class SchedulingQueue:
         ]
         before = len(self._unschedulable)
         if stale:
+            for info in stale:
+                info.flushed = True
             self._move_pods(stale, EVENT_UNSCHEDULABLE_TIMEOUT, None, None)
         return before - len(self._unschedulable)
 

@@ -1,0 +1,19 @@
+"""kube-scheduler's command line, for the ``kube-scheduler`` command and ``ksched run``.
+
+* :mod:`.pflag` — a parser with spf13/pflag's semantics and help layout;
+* :mod:`.flags` — kube-scheduler v1.36's 62 flags and how they change the configuration.
+"""
+
+from ksched.options.flags import COMMAND, LONG_HELP, Options, in_cluster, parse, resolve_gates
+from ksched.options.pflag import FlagError, HelpRequested
+
+__all__ = [
+    "COMMAND",
+    "LONG_HELP",
+    "FlagError",
+    "HelpRequested",
+    "Options",
+    "in_cluster",
+    "parse",
+    "resolve_gates",
+]
