@@ -30,7 +30,7 @@ from typing import Any
 
 from ksched.cluster import KIND_NAMES
 from ksched.config import load_config_bytes
-from ksched.config.defaults import DEFAULT_FEATURE_GATES
+from ksched.config.features import FeatureGate
 from ksched.framework.interface import CORE_FILTER_KEY, NodeInfo, NodeScore
 from ksched.framework.registry import default_registry
 from ksched.run import new_scheduler
@@ -203,7 +203,8 @@ async def run_case(
     """ksched's report for one case (see the module docstring); ``feature_gates`` as
     ``ksched run --feature-gates`` takes them."""
     registry = default_registry()
-    gates = DEFAULT_FEATURE_GATES.with_flags(feature_gates or {})
+    flags = ",".join(f"{k}={str(v).lower()}" for k, v in (feature_gates or {}).items())
+    gates = FeatureGate.from_flags([flags] if flags else []).config_gates()
     cfg = load_config_bytes(
         json.dumps(config or {}).encode(),
         "the case's KubeSchedulerConfiguration",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from ksched.config import DEFAULT_FEATURE_GATES, load_config_bytes
+from ksched.config import load_config_bytes
+from ksched.config.features import FeatureGate
 from ksched.profiles import implemented_plugin_names
 from tests.conformance.generate import (
     DEFAULT_PROFILE_PLUGINS,
@@ -38,7 +39,8 @@ def test_the_pod_to_schedule_is_the_last_object_and_pending() -> None:
 def test_configurations_load_in_ksched() -> None:
     for i in range(200):
         case = generate(2, i)
-        gates = DEFAULT_FEATURE_GATES.with_flags(case.gates)
+        flags = ",".join(f"{k}={str(v).lower()}" for k, v in case.gates.items())
+        gates = FeatureGate.from_flags([flags] if flags else []).config_gates()
         load_config_bytes(json.dumps(case.config).encode(), f"case {i}", gates=gates)
 
 
