@@ -42,9 +42,10 @@ field a built-in plugin reads is drawn somewhere:
   DefaultPreemption's candidate numbers).
 
 Plugins are a table (:data:`PLUGINS`): one entry per plugin with the generator of its
-args and of the features it tests, so plugins whose objects are not generated yet (the
-volume plugins, DynamicResources: they run in every case, without volumes or claims)
-add an entry and the fields their objects need. In-tree plugins ksched
+args and of the features it tests, and for plugins that read more than nodes and pods
+a hook making their objects: VolumeBinding's makes what the four volume plugins read
+(:mod:`tests.conformance.generate_volumes`), DynamicResources' the DRA objects
+(:mod:`tests.conformance.generate_dra`). In-tree plugins ksched
 does not implement yet are disabled in every generated profile (computed from ksched's
 build, :func:`ksched.profiles.implemented_plugin_names`), so cases compare the plugins
 ksched has, and a plugin that lands joins the cases without a change here.
@@ -58,6 +59,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ksched.profiles import implemented_plugin_names
+from tests.conformance.generate_dra import dra_args, dra_objects
+from tests.conformance.generate_volumes import volume_binding_args, volume_objects
 
 Obj = dict[str, Any]
 
@@ -150,16 +153,21 @@ class Case:
     objects: list[Obj]
     pod: str
     features: set[str] = field(default_factory=set)
+    #: Feature gates set for the case (upstream names), besides v1.36's defaults.
+    gates: dict[str, bool] = field(default_factory=dict)
 
     def to_json(self, *, echo: bool = False) -> Obj:
         """The Go harness's input."""
-        return {
+        out: Obj = {
             "id": self.id,
             "config": self.config,
             "objects": self.objects,
             "pod": self.pod,
             "echo": echo,
         }
+        if self.gates:
+            out["featureGates"] = dict(self.gates)
+        return out
 
 
 class Gen:
@@ -172,6 +180,10 @@ class Gen:
         self.uids = 0
         #: A preemption case: a high-priority pod, a fuller cluster of lower ones.
         self.preemption = False
+        #: The bound pods of the case (the plugins' object hooks give some volumes).
+        self.existing: list[Obj] = []
+        #: Feature gates the case turns on or off (both sides run with them).
+        self.gates: dict[str, bool] = {}
 
     # ---- random helpers ----------------------------------------------------------
 
@@ -972,6 +984,8 @@ PLUGINS = [
     PluginSpec("NodeAffinity", "NodeAffinityArgs", node_affinity_args),
     PluginSpec("DefaultPreemption", "DefaultPreemptionArgs", preemption_args),
     PluginSpec("NodeDeclaredFeatures", objects=declared_features),
+    PluginSpec("VolumeBinding", "VolumeBindingArgs", volume_binding_args, objects=volume_objects),
+    PluginSpec("DynamicResources", "DynamicResourcesArgs", dra_args, objects=dra_objects),
 ]
 
 
@@ -1079,6 +1093,7 @@ def generate(
             else g.rng.randint(0, 12)
         )
     ]
+    g.existing = existing
     nominated = [
         nominated_pod(g, i, nodes) for i in range(g.rng.randint(0, 2) if g.chance(0.3) else 0)
     ]
@@ -1108,4 +1123,5 @@ def generate(
         objects=objects,
         pod=f"{meta['namespace']}/{meta['name']}",
         features=g.features,
+        gates=g.gates,
     )

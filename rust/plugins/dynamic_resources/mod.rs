@@ -611,6 +611,12 @@ impl DraFilter {
         v
     }
 
+    /// Whether a rejection's detail is a Filter error (a broken claim or class, the
+    /// timeout): upstream's Filter returns an Error status there, not a rejection.
+    pub fn is_error(detail: u64) -> bool {
+        detail == DETAIL_ERROR
+    }
+
     /// The reason string of a rejection's detail.
     pub fn reason(&self, detail: u64) -> String {
         match detail {
