@@ -654,7 +654,14 @@ impl Snapshot {
             let v = self.label(slot, k);
             (v != 0).then_some(v)
         };
-        for &plugin in &st.active_filters {
+        for (i, &plugin) in st.active_filters.iter().enumerate() {
+            if i == st.dra_at {
+                // DynamicResources' Filter at its place in the profile's order, as in
+                // the second pass (it has no AddPod: the nominated pods do not change it).
+                if let Some(r) = st.dra.as_ref().and_then(|dra| dra.filter(self, slot)) {
+                    return Some(r);
+                }
+            }
             let rejected = match plugin {
                 Plugin::NodeResourcesFit => {
                     let mut with = Freed::default();
@@ -705,6 +712,11 @@ impl Snapshot {
                     unresolvable,
                     detail,
                 });
+            }
+        }
+        if st.dra_at >= st.active_filters.len() {
+            if let Some(r) = st.dra.as_ref().and_then(|dra| dra.filter(self, slot)) {
+                return Some(r);
             }
         }
         None
