@@ -25,6 +25,7 @@ use crate::plugins::inter_pod_affinity::{
     self as ipa, add_count, CompiledAffinity, IpaFilterState,
 };
 use crate::plugins::node_affinity::{self, NodeAffinityState};
+use crate::plugins::node_declared_features::{self as ndf, FeatureSet};
 use crate::plugins::node_ports::{self, HostPort};
 use crate::plugins::node_resources_fit::{
     self as fit, FilterState, Freed, ScoreState, NOTHING_FREED,
@@ -81,6 +82,8 @@ pub struct PodState {
     pub limits: Option<LimitsState>,
     pub binding: Option<BindingState>,
     pub zone: Option<ZoneState>,
+    /// NodeDeclaredFeatures' required features (`None`: the pod requires none, Skip).
+    pub features: Option<FeatureSet>,
     pub ports: Vec<HostPort>,
     pub fit: FilterState,
     pub fit_score: ScoreState,
@@ -98,6 +101,9 @@ pub struct PodState {
     /// The profile's Filter plugins that can reject some node for this pod, in profile
     /// order; the others are no-ops for this pod and skipped on every node.
     pub active_filters: Vec<Plugin>,
+    /// How many of `active_filters` come before DynamicResources' Filter in the profile
+    /// (`dra` runs between them and the rest).
+    pub dra_at: usize,
     /// Of the active filters, only NodeResourcesFit looks at the pods on a node (no
     /// host ports, hard spreading or inter-pod affinity in play): a node with some pods
     /// added or taken off is then judged by its requested amounts alone.
@@ -108,7 +114,8 @@ pub struct PodState {
     /// The plugins named by the status of the nodes a PreFilter result left out, sorted
     /// (see [`Snapshot::schedule`]).
     pub absent_plugins: Vec<&'static str>,
-    /// DynamicResources' Filter for this attempt, run after every other Filter.
+    /// DynamicResources' Filter for this attempt, run at its place in the profile's
+    /// Filter order (`dra_at`).
     pub dra: Option<Arc<DraFilter>>,
 }
 
@@ -205,6 +212,9 @@ impl Snapshot {
         if profile.filters.contains(&Plugin::NodePorts) {
             st.ports = node_ports::compile(&pod.host_ports, &mut self.interner);
         }
+        if profile.filters.contains(&Plugin::NodeDeclaredFeatures) {
+            st.features = ndf::prefilter(&mut self.feature_table, &pod.required_features);
+        }
         if profile.filters.contains(&Plugin::NodeResourcesFit) {
             st.fit = fit::prefilter(self, pod, &profile.fit);
         }
@@ -282,17 +292,22 @@ impl Snapshot {
         }
         st.labels = labels;
         self.volume_prefilter(pod, profile, &mut st);
-        st.active_filters = profile
-            .filters
-            .iter()
-            .copied()
-            .filter(|&p| self.filter_can_reject(p, &st))
-            .collect();
+        self.refresh_active_filters(profile, &mut st);
         st.own_nomination = self
             .nominated
             .node_of(&pod.uid)
             .and_then(|n| self.slot_of(n));
         st.dra = self.pending_dra.take();
+        // NodeResourcesFit / BalancedAllocation score DRA-backed extended resources with
+        // DynamicResources' device totals.
+        if !st.fit_score.dra_names.is_empty() {
+            st.fit_score.dra = st.dra.clone();
+        }
+        if let Some(b) = st.balanced_score.as_mut() {
+            if !b.dra_names.is_empty() {
+                b.dra = st.dra.clone();
+            }
+        }
         st.only_fit_sees_pods = !st.active_filters.iter().any(|p| {
             matches!(
                 p,
@@ -365,12 +380,21 @@ impl Snapshot {
 
     /// Recompute which Filters can reject the pod (after its state changed).
     pub fn refresh_active_filters(&self, profile: &Profile, st: &mut PodState) {
-        st.active_filters = profile
-            .filters
-            .iter()
-            .copied()
-            .filter(|&p| self.filter_can_reject(p, st))
-            .collect();
+        let dra_index = profile
+            .dynamic_resources_at
+            .unwrap_or(profile.filters.len());
+        let mut active = Vec::with_capacity(profile.filters.len());
+        let mut dra_at = 0;
+        for (i, &p) in profile.filters.iter().enumerate() {
+            if self.filter_can_reject(p, st) {
+                if i < dra_index {
+                    dra_at += 1;
+                }
+                active.push(p);
+            }
+        }
+        st.active_filters = active;
+        st.dra_at = dra_at;
     }
 
     /// The message of a Filter error (`DETAIL_ERROR`) on `slot`.
@@ -407,6 +431,7 @@ impl Snapshot {
             Plugin::NodeVolumeLimits => st.limits.is_some(),
             Plugin::VolumeBinding => st.binding.is_some(),
             Plugin::VolumeZone => st.zone.is_some(),
+            Plugin::NodeDeclaredFeatures => st.features.is_some(),
             Plugin::NodeResourcesBalancedAllocation
             | Plugin::ImageLocality
             | Plugin::DynamicResources => false,
@@ -529,7 +554,10 @@ impl Snapshot {
                 return Some(r);
             }
         }
-        for &plugin in &st.active_filters {
+        let (before, after) = st
+            .active_filters
+            .split_at(st.dra_at.min(st.active_filters.len()));
+        for &plugin in before {
             if let Some((unresolvable, detail)) = self.filter_plugin(plugin, st, slot, freed, added)
             {
                 return Some(Reject {
@@ -539,10 +567,20 @@ impl Snapshot {
                 });
             }
         }
-        match &st.dra {
-            Some(dra) => dra.filter(self, slot),
-            None => None,
+        if let Some(r) = st.dra.as_ref().and_then(|dra| dra.filter(self, slot)) {
+            return Some(r);
         }
+        for &plugin in after {
+            if let Some((unresolvable, detail)) = self.filter_plugin(plugin, st, slot, freed, added)
+            {
+                return Some(Reject {
+                    plugin,
+                    unresolvable,
+                    detail,
+                });
+            }
+        }
+        None
     }
 
     /// One Filter plugin on one node: `None` when it passes, else `(unresolvable, detail)`.
@@ -595,6 +633,9 @@ impl Snapshot {
                 .zone
                 .as_ref()
                 .and_then(|z| volume_zone::filter(self, z, slot)),
+            Plugin::NodeDeclaredFeatures => st.features.as_ref().and_then(|r| {
+                (!ndf::filter(r, &self.declared_features[slot as usize])).then_some((true, 0))
+            }),
             Plugin::NodeResourcesBalancedAllocation
             | Plugin::ImageLocality
             | Plugin::DynamicResources => None,
@@ -613,7 +654,14 @@ impl Snapshot {
             let v = self.label(slot, k);
             (v != 0).then_some(v)
         };
-        for &plugin in &st.active_filters {
+        for (i, &plugin) in st.active_filters.iter().enumerate() {
+            if i == st.dra_at {
+                // DynamicResources' Filter at its place in the profile's order, as in
+                // the second pass (it has no AddPod: the nominated pods do not change it).
+                if let Some(r) = st.dra.as_ref().and_then(|dra| dra.filter(self, slot)) {
+                    return Some(r);
+                }
+            }
             let rejected = match plugin {
                 Plugin::NodeResourcesFit => {
                     let mut with = Freed::default();
@@ -666,6 +714,11 @@ impl Snapshot {
                 });
             }
         }
+        if st.dra_at >= st.active_filters.len() {
+            if let Some(r) = st.dra.as_ref().and_then(|dra| dra.filter(self, slot)) {
+                return Some(r);
+            }
+        }
         None
     }
 
@@ -703,6 +756,7 @@ impl Snapshot {
                 .unwrap_or_default(),
             Plugin::VolumeBinding => volume_binding::reasons(reject.detail),
             Plugin::VolumeZone => one(volume_zone::ERR_REASON_CONFLICT),
+            Plugin::NodeDeclaredFeatures => one(ndf::ERR_REASON_UNSATISFIED),
             Plugin::DynamicResources => match &st.dra {
                 Some(dra) => vec![dra.reason(reject.detail)],
                 None => Vec::new(),
@@ -830,6 +884,7 @@ impl Snapshot {
             | Plugin::VolumeRestrictions
             | Plugin::NodeVolumeLimits
             | Plugin::VolumeZone
+            | Plugin::NodeDeclaredFeatures
             | Plugin::DynamicResources => zeros(),
         }
     }

@@ -68,6 +68,8 @@ pub struct CompiledPod {
     pub fit_score_requests: Option<Vec<(String, i64)>>,
     /// What `spec.volumes` says that the volume plugins read (`None`: nothing).
     pub volumes: Option<Arc<PodVolumeSpec>>,
+    /// The node declared features scheduling the pod requires (NodeDeclaredFeatures).
+    pub required_features: Vec<String>,
     /// The kernel requests of the current attempt (see `volume`), attached by
     /// `with_requests`; empty on a pod as compiled.
     pub kernel: KernelRequests,
@@ -131,7 +133,7 @@ impl CompiledPod {
         node_name = String::new(), nominated_node_name = String::new(), tolerations = Vec::new(), labels = None, priority = 0,
         node_selector = None, affinity = None, host_ports = Vec::new(), images = Vec::new(),
         image_volumes = Vec::new(), topology_spread_constraints = None, default_spread_selector = None, deleting = false,
-        start_time = None, fit_score_requests = None, volumes = None
+        start_time = None, fit_score_requests = None, volumes = None, required_features = Vec::new()
     ))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
@@ -158,6 +160,7 @@ impl CompiledPod {
         start_time: Option<f64>,
         fit_score_requests: Option<&Bound<'_, PyDict>>,
         volumes: Option<&Bound<'_, PyDict>>,
+        required_features: Vec<String>,
     ) -> PyResult<Self> {
         let key = format!("{namespace}/{name}");
         let volumes = parse_pod_volumes(volumes, &key)?;
@@ -277,6 +280,7 @@ impl CompiledPod {
             start_time,
             fit_score_requests,
             volumes,
+            required_features,
             kernel: KernelRequests::default(),
         })
     }
@@ -331,7 +335,7 @@ impl CompiledPod {
     }
 
     /// The pod's scheduling signature: equal for pods that scheduling treats alike
-    /// (same namespace, labels, requests, constraints and priority), so the scheduler
+    /// (same namespace, labels, requests, constraints, required features and priority), so the scheduler
     /// may place them together with `Snapshot.schedule_batch`. `None` for a pod that
     /// names its node.
     #[getter]
@@ -352,7 +356,12 @@ impl CompiledPod {
             &self.node_selector,
             &self.host_ports,
             &self.images,
-            (&self.image_volumes, &self.fit_score_requests, &self.volumes),
+            (
+                &self.image_volumes,
+                &self.fit_score_requests,
+                &self.volumes,
+                &self.required_features,
+            ),
         )
             .hash(&mut h);
         format!(
@@ -366,6 +375,12 @@ impl CompiledPod {
         )
         .hash(&mut h);
         Some(h.finish().to_le_bytes().to_vec())
+    }
+
+    /// The node declared features scheduling the pod requires.
+    #[getter]
+    fn required_features(&self) -> Vec<String> {
+        self.required_features.clone()
     }
 
     #[getter]

@@ -35,7 +35,9 @@ use pyo3::prelude::*;
 use rayon::prelude::*;
 
 use crate::cycle::PodState;
+use crate::plugins::dynamic_resources::DraFilter;
 use crate::plugins::node_resources_fit::Freed;
+use crate::plugins::pod_topology_spread as pts;
 use crate::plugins::volume_restrictions::{self, RestrictionsState};
 use crate::plugins::{Plugin, Reject, DETAIL_ERROR, DETAIL_NOT_IN_PREFILTER_RESULT};
 use crate::pod::CompiledPod;
@@ -402,10 +404,26 @@ impl Snapshot {
                 .map_or(0, |b| volume_restrictions::refs(b, rec))
         };
         let mut removed: i64 = detached.iter().flatten().map(refs).sum();
-        let fits = |snap: &mut Snapshot, removed: i64| -> Option<NotCandidate> {
+        let fits = |snap: &mut Snapshot,
+                    removed: i64,
+                    gone: &[Option<PodRecord>]|
+         -> Option<NotCandidate> {
             let mut again = snap.prefilter(pod, profile);
             // DynamicResources' Filter does not look at pods: the attempt's one holds.
             again.dra = st.dra.clone();
+            // PodTopologySpread's RemovePod also takes away pods it never counted.
+            let ns = snap.interner.intern(&pod.namespace);
+            let mut spread = std::mem::take(&mut again.spread);
+            pts::remove_uncounted(
+                snap,
+                &mut spread,
+                slot,
+                ns,
+                gone.iter().flatten(),
+                &again.node_affinity.required,
+                &again.taints,
+            );
+            again.spread = spread;
             if again.restrictions.is_some() || base.is_some() {
                 again.restrictions = base.as_ref().map(|b| RestrictionsState {
                     conflicts: b.conflicts - removed,
@@ -417,24 +435,24 @@ impl Snapshot {
             snap.filter_node(profile, &again, slot)
                 .map(|r| snap.not_candidate(&again, slot, r))
         };
-        let result = if let Some(why) = fits(self, removed) {
+        let result = if let Some(why) = fits(self, removed, &detached) {
             Err(why)
         } else {
             let mut victims = Vec::new();
             let mut violations = 0;
-            for (k, slot_of_rec) in detached.iter_mut().enumerate() {
-                let Some(rec) = slot_of_rec.take() else {
+            for k in 0..detached.len() {
+                let Some(rec) = detached[k].take() else {
                     continue;
                 };
                 let r = refs(&rec);
                 let idx = self.attach(rec);
                 removed -= r;
-                if fits(self, removed).is_some() {
+                if fits(self, removed, &detached).is_some() {
                     let rec = self.detach(idx).expect("attached just now");
                     removed += r;
                     victims.push(self.victim(&rec, now));
                     violations += usize::from(k < num_violating);
-                    *slot_of_rec = Some(rec);
+                    detached[k] = Some(rec);
                 }
             }
             Ok((victims, violations))
@@ -454,6 +472,18 @@ impl Snapshot {
                 "running {:?} filter plugin: {}",
                 r.plugin.name(),
                 self.error_message(st, slot, &r)
+            ))
+        } else if r.plugin == Plugin::DynamicResources && DraFilter::is_error(r.detail) {
+            // DynamicResources keeps its own details: its Filter error (a CEL runtime
+            // error, the timeout) fails the dry run as upstream's Error status does.
+            let msg = st
+                .dra
+                .as_ref()
+                .map(|d| d.reason(r.detail))
+                .unwrap_or_default();
+            NotCandidate::Error(format!(
+                "running {:?} filter plugin: {msg}",
+                r.plugin.name()
             ))
         } else {
             NotCandidate::Rejected(r)

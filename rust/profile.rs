@@ -31,6 +31,9 @@ pub struct Profile {
     pub volume_binding: VolumeBindingArgs,
     /// 0 = adaptive.
     pub percentage_of_nodes_to_score: u32,
+    /// How many of `filters` come before DynamicResources' Filter in the profile's
+    /// Filter order (`None`: all of them).
+    pub dynamic_resources_at: Option<usize>,
 }
 
 impl Default for Profile {
@@ -49,6 +52,7 @@ impl Default for Profile {
             spread: SpreadArgs::default(),
             volume_binding: VolumeBindingArgs::default(),
             percentage_of_nodes_to_score: 0,
+            dynamic_resources_at: None,
         }
     }
 }
@@ -62,22 +66,32 @@ impl Profile {
 #[pymethods]
 impl Profile {
     #[new]
-    #[pyo3(signature = (filters, scores, plugin_args = None, percentage_of_nodes_to_score = 0))]
+    #[pyo3(signature = (filters, scores, plugin_args = None, percentage_of_nodes_to_score = 0, dynamic_resources_at = None))]
     fn py_new(
         filters: Vec<String>,
         scores: Vec<(String, i64)>,
         plugin_args: Option<&Bound<'_, PyDict>>,
         percentage_of_nodes_to_score: i64,
+        dynamic_resources_at: Option<usize>,
     ) -> PyResult<Self> {
         if !(0..=100).contains(&percentage_of_nodes_to_score) {
             return Err(PyValueError::new_err(format!(
                 "percentageOfNodesToScore: Invalid value: {percentage_of_nodes_to_score}: not in valid range [0-100]"
             )));
         }
+        if let Some(at) = dynamic_resources_at {
+            if at > filters.len() {
+                return Err(PyValueError::new_err(format!(
+                    "dynamic_resources_at: {at} is past the {} filters",
+                    filters.len()
+                )));
+            }
+        }
         let mut p = Profile {
             filters: Vec::new(),
             scores: Vec::new(),
             percentage_of_nodes_to_score: percentage_of_nodes_to_score as u32,
+            dynamic_resources_at,
             ..Profile::default()
         };
         for name in filters {
@@ -142,6 +156,11 @@ impl Profile {
     #[getter]
     fn percentage_of_nodes_to_score(&self) -> u32 {
         self.percentage_of_nodes_to_score
+    }
+
+    #[getter]
+    fn dynamic_resources_at(&self) -> Option<usize> {
+        self.dynamic_resources_at
     }
 }
 

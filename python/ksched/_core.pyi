@@ -74,11 +74,13 @@ class CompiledPod:
         start_time: float | None = None,
         fit_score_requests: dict[str, int] | None = None,
         volumes: dict[str, Any] | None = None,
+        required_features: list[str] = ...,
     ) -> CompiledPod:
         """``volumes`` is what ``spec.volumes`` says that the volume plugins read
         (``ksched.api.volume.volume_spec``): ``claims`` and ``limit_claims`` (claim
         names), ``disks`` as ``(kind, key, monitors, pool, image, read_only)`` and
-        ``inline`` migrated volumes as ``(driver, handle)``."""
+        ``inline`` migrated volumes as ``(driver, handle)``. ``required_features`` are
+        the node declared features scheduling the pod requires (NodeDeclaredFeatures)."""
     def with_requests(self, requests: list[Any]) -> CompiledPod:
         """A copy with the kernel requests of one attempt attached (the volume plugins'
         PreFilter results); a later request of one class replaces an earlier one."""
@@ -94,6 +96,9 @@ class CompiledPod:
     def name(self) -> str: ...
     @property
     def requests(self) -> dict[str, int]: ...
+    @property
+    def required_features(self) -> list[str]:
+        """The node declared features scheduling the pod requires."""
     @property
     def priority(self) -> int: ...
     @property
@@ -175,7 +180,9 @@ class VolumeBindingRequest:
 @final
 class Profile:
     """The Filter plugins (in order), Score plugins with weights, their args (upstream
-    JSON shape, keyed by plugin name) and the effective percentageOfNodesToScore."""
+    JSON shape, keyed by plugin name) and the effective percentageOfNodesToScore.
+    ``dynamic_resources_at`` is how many of ``filters`` come before DynamicResources'
+    Filter in the profile's order (None: all of them)."""
 
     def __new__(
         cls,
@@ -183,6 +190,7 @@ class Profile:
         scores: list[tuple[str, int]],
         plugin_args: dict[str, dict[str, object]] | None = None,
         percentage_of_nodes_to_score: int = 0,
+        dynamic_resources_at: int | None = None,
     ) -> Profile: ...
     @property
     def filters(self) -> list[str]: ...
@@ -190,6 +198,8 @@ class Profile:
     def scores(self) -> list[tuple[str, int]]: ...
     @property
     def percentage_of_nodes_to_score(self) -> int: ...
+    @property
+    def dynamic_resources_at(self) -> int | None: ...
 
 @final
 class DraDevices:
@@ -218,12 +228,18 @@ class DraDevices:
         in_flight: list[tuple[str, bytes]] = ...,
         allocated: list[tuple[int, bytes | None, bool]] = ...,
         timeout: float | None = None,
+        extended: tuple[list[tuple[str, bool]], list[bytes], bool, bool, list[tuple[str, str]]]
+        | None = None,
     ) -> DraAllocator:
         """DynamicResources' Filter for one pod and attempt: ``claims`` (``(ns/name,
         JSON)`` of each unallocated claim) allocated with every allocated claim's devices
         taken and those of the allocations in flight (``(ns/name, status.allocation
         JSON)``), and the allocated claims (``(index, nodeSelector JSON or None,
-        unavailable everywhere)``); ``timeout`` bounds one node's allocation."""
+        unavailable everywhere)``); ``timeout`` bounds one node's allocation.
+        ``extended`` is the pod's claim for extended resources backed by DRA:
+        ``(resources (name, backed), variant claim JSON per mask of the backed ones,
+        the earlier claim has requests, the pod names no claim itself, (resource,
+        DeviceClass) of the backed ones)``."""
     def compile_error(self, expression: str) -> str | None:
         """The compile error of a CEL selector; None when it compiles."""
 
@@ -232,12 +248,17 @@ class DraAllocator:
     """DynamicResources' Filter of one pod for one attempt: pass it to
     ``Snapshot.schedule(..., dra=...)``; afterwards it holds what the attempt found."""
 
-    def allocate(self, name: str, labels: dict[str, str]) -> tuple[str, list[str]]:
-        """The Filter on one node outside an attempt: ``("allocated", [AllocationResult
-        JSON per pending claim])``, ``("unallocatable", [])``, ``("unavailable", [])``,
-        ``("unschedulable", [reason])`` or ``("error", [message])``; without the GIL."""
+    def allocate(
+        self, name: str, labels: dict[str, str], allocatable: dict[str, int] = ...
+    ) -> tuple[str, list[str]]:
+        """The Filter on one node (labels, allocatable amounts) outside an attempt:
+        ``("allocated", [AllocationResult JSON per pending claim])``,
+        ``("unallocatable", [])``, ``("unavailable", [])``, ``("unschedulable",
+        [reason])`` or ``("error", [message])``; without the GIL."""
     def results_for(self, node: str) -> list[str] | None:
         """The allocations found for a feasible node (JSON per pending claim)."""
+    def variant_for(self, node: str) -> int | None:
+        """The mask of the extended claim's variant allocated on ``node``."""
     def unavailable_claims(self) -> list[int]:
         """Indices of the allocated claims that were not available on some node."""
     @property
@@ -380,7 +401,10 @@ class Snapshot:
         taints: list[tuple[str, str, str]] = ...,
         unschedulable: bool = False,
         images: list[tuple[list[str], int]] = ...,
-    ) -> None: ...
+        declared_features: list[str] = ...,
+    ) -> None:
+        """``declared_features``: the node's declared features among the registered
+        ones (NodeDeclaredFeatures)."""
     def upsert_namespace(self, name: str, labels: dict[str, str] | None = None) -> None: ...
     def remove_namespace(self, name: str) -> bool: ...
     def remove_node(self, name: str) -> bool: ...
@@ -454,6 +478,11 @@ class Snapshot:
         self, candidates: list[tuple[str, list[str], int]], now: float
     ) -> int | None:
         """Index of the best candidate by upstream's ranking; None for none."""
+    def set_dra_extended_resources(self, names: list[str]) -> None:
+        """The extended resource names some DeviceClass maps to: NodeResourcesFit
+        leaves them to DynamicResources on nodes whose allocatable has none."""
+    @property
+    def dra_extended_resources(self) -> list[str]: ...
     def volume_binding_plan(
         self, request: VolumeBindingRequest, node_name: str
     ) -> tuple[list[tuple[int, int]], list[tuple[int, int | None]]] | None:

@@ -204,10 +204,20 @@ class ClusterAPI(Protocol):
         """Delete the pod (preemption), with a UID precondition."""
         ...
 
-    # ---- any kind (plugins' PreBind: PV claimRef, PVC annotation, claim status) -------
+    # ---- any kind (plugins' PreBind: PV claimRef, PVC annotation, claims) ------------------
 
     async def get_object(self, *, kind: Kind, namespace: str, name: str) -> dict[str, Any]:
         """One object, read from the API (not a cache). Raises :class:`NotFound`."""
+        ...
+
+    async def create_object(self, *, kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create the object (POST; namespace from its metadata, name or
+        ``generateName``); returns it as stored. Raises :class:`Conflict` (reason
+        AlreadyExists) when the name is taken."""
+        ...
+
+    async def delete_object(self, *, kind: Kind, namespace: str, name: str) -> None:
+        """Delete the object. Raises :class:`NotFound`."""
         ...
 
     async def update_object(

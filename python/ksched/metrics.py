@@ -320,6 +320,12 @@ class SchedulerMetrics:
             "per scheduling attempt",
             ("profile", "driver", "status"),
         )
+        # DynamicResources' claims for extended resources (DRAExtendedResource).
+        self.resourceclaim_creates = Counter(
+            s + "resourceclaim_creates_total",
+            "Number of ResourceClaims creation requests within scheduler",
+            ("status",),
+        )
         self.dra_binding_conditions_wait_duration = Histogram(
             s + "dra_bindingconditions_wait_duration_seconds",
             "Time in seconds spent waiting for BindingConditions to be satisfied during PreBind.",
@@ -445,6 +451,7 @@ class SchedulerMetrics:
             self.store_schedule_results_duration,
             self.dra_binding_conditions_allocations,
             self.dra_binding_conditions_wait_duration,
+            self.resourceclaim_creates,
         ]
         self.registry.register(_Collector(self.all_metrics))
 

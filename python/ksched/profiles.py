@@ -11,7 +11,9 @@ overrides, disabled sets, effective Score weights: ``config.expand_profile_plugi
 and split by where each plugin runs:
 
 * built-in Filter/Score plugins with Rust kernels go into the profile's kernel
-  configuration, in upstream order with their weights and ``pluginConfig`` args;
+  configuration, in upstream order with their weights and ``pluginConfig`` args, and
+  with the place of DynamicResources' Filter among them (:func:`kernel_filters`;
+  NodeDeclaredFeatures only with its gate on);
 * built-in plugins implemented in Python (PrioritySort, SchedulingGates, DefaultBinder,
   DefaultPreemption with its ``pluginConfig`` args:
   :func:`ksched.framework.builtins.default_plugins`) and out-of-tree plugins from the
@@ -59,7 +61,13 @@ from ksched.plugins.workloads import WORKLOAD_PLUGINS
 if TYPE_CHECKING:
     from ksched.framework.interface import Handle
 
-__all__ = ["ConfiguredPlugin", "ProfileError", "build_profiles", "implemented_plugin_names"]
+__all__ = [
+    "ConfiguredPlugin",
+    "ProfileError",
+    "build_profiles",
+    "implemented_plugin_names",
+    "kernel_filters",
+]
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +79,7 @@ _DEFAULT_PREEMPTION_ARGS = {"minCandidateNodesPercentage": 10, "minCandidateNode
 _DEFAULT_BIND_TIMEOUT = 600
 
 DYNAMIC_RESOURCES = "DynamicResources"
+NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 #: ``DynamicResourcesArgs`` defaults, as the config layer prints them.
 _DEFAULT_DRA_ARGS = {"filterTimeout": "10s", "bindingTimeout": "10m0s"}
 #: DynamicResources' Score weight in v1.36's default multiPoint set.
@@ -285,6 +294,28 @@ def _kernel_args(prof: KubeSchedulerProfile, kept: set[str]) -> dict[str, Mappin
     return args
 
 
+def kernel_filters(
+    enabled: Sequence[tuple[str, int]], gates: FeatureGates = DEFAULT_FEATURE_GATES
+) -> tuple[tuple[str, ...], int | None]:
+    """The profile's Filter plugins that run in the Rust core, in order, and how many
+    of them come before DynamicResources' Filter (None: it is not enabled, or last).
+
+    NodeDeclaredFeatures without its gate is left out: upstream's plugin then skips
+    PreFilter, passes every node and registers no events."""
+    filters: list[str] = []
+    dra_at: int | None = None
+    for name, _ in enabled:
+        if name == DYNAMIC_RESOURCES:
+            dra_at = len(filters)
+        elif name in _core.FILTER_PLUGINS:
+            if name == NODE_DECLARED_FEATURES and not gates.node_declared_features:
+                continue
+            filters.append(name)
+    if dra_at == len(filters):
+        dra_at = None
+    return tuple(filters), dra_at
+
+
 def build_profiles(
     cfg: KubeSchedulerConfiguration,
     registry: Registry | None = None,
@@ -317,7 +348,7 @@ def build_profiles(
             points = expand_profile_plugins(prof, ext_points)
         except ExpansionError as exc:
             raise ProfileError(f"profile {name!r}: {exc}") from exc
-        filters = tuple(p for p, _ in points["filter"] if p in _core.FILTER_PLUGINS)
+        filters, dra_at = kernel_filters(points["filter"], gates)
         scores = tuple((p, w) for p, w in points["score"] if p in _core.SCORE_PLUGINS)
         kept = set(filters) | {p for p, _ in scores}
         plugins = _python_plugins(prof, points, reg, missing)
@@ -356,6 +387,7 @@ def build_profiles(
                 plugins=plugins,
                 placement_generate=generate,
                 placement_score=placement_score,
+                dynamic_resources_at=dra_at,
             )
         except ValueError as exc:
             raise ProfileError(f"profile {name!r}: {exc}") from exc

@@ -20,8 +20,11 @@ extenders' filter in configured order, then the plugins' and extenders' scores
 awaited. Before assuming, it checks that the pod is still pending and that a chosen node
 that changed meanwhile still fits. Any other pod keeps the synchronous path above.
 
-Binding cycle (an asyncio task): WaitOnPermit, PreBind, Bind, PostBind. An interested
-extender with a ``bindVerb`` binds instead of the Bind plugins. On success the
+Binding cycle: WaitOnPermit, PreBind, Bind, PostBind. An interested
+extender with a ``bindVerb`` binds instead of the Bind plugins. Bindings go out through
+the binding queue (:mod:`ksched.backend.bind_queue`): in priority order, a bounded number
+at a time; a cycle with nothing but its Bind to do is a job of the queue's workers, any
+other runs as an asyncio task that takes a queue slot around its Bind. On success the
 pod stays assumed until the informer's event for the bound pod confirms it; on failure
 it is unreserved, forgotten (an ``AssignedPod/Delete`` event for the resources it held)
 and requeued through backoff.
@@ -49,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from ksched import logs
 from ksched.api.pod import Pod
+from ksched.backend.bind_queue import BindQueue
 from ksched.backend.queue import QueuedPodInfo
 from ksched.backend.queue.cluster_event import EVENT_ASSIGNED_POD_DELETE
 from ksched.cluster import APIError
@@ -351,6 +355,30 @@ def _pre_filter_result_fit_error(
     return _post_filter(fw, state, info, fit, NodeStatuses(raw, absent), deferred)
 
 
+def _built_in_pre_filter_failure(
+    sched: Scheduler,
+    fw: Framework,
+    info: QueuedPodInfo,
+    state: CycleState,
+    deferred: _Deferred | None,
+) -> tuple[Status, Any] | None:
+    """When a Python PreFilter rejected the pod: the failure of a built-in (Rust)
+    PreFilter that rejects it too, else None. The built-in PreFilters come before every
+    Python one in the profile's order (v1.36's default profile appends DynamicResources
+    after the volume plugins, PodTopologySpread and InterPodAffinity), and upstream's
+    RunPreFilterPlugins stops at the first UnschedulableAndUnresolvable status or error:
+    theirs is the cycle's status, and the Python PreFilter did not run upstream
+    (``state.pre_filter_rejector`` names the built-in one)."""
+    result = sched.cache.snapshot.schedule(info.compiled, fw.profile.kernels, True)
+    if result.pre_filter_msg is None:
+        return None
+    error = _kernel_error(result)
+    if error is not None:
+        return error, result
+    fit = _rust_fit_error(result, state)
+    return _post_filter(fw, state, info, fit, NodeStatuses.of_result(result), deferred), result
+
+
 def _run_filters(
     sched: Scheduler,
     fw: Framework,
@@ -368,6 +396,9 @@ def _run_filters(
     if s is not None:
         if not s.is_rejected():
             return None, s, None
+        early = _built_in_pre_filter_failure(sched, fw, info, state, deferred)
+        if early is not None:
+            return None, early[0], early[1]
         fit = FitError(
             sched.cache.num_nodes,
             {},
@@ -1167,11 +1198,23 @@ class GroupBinding:
 
 
 class Binder:
-    """Runs binding cycles as tasks and tracks the ones in flight."""
+    """Runs binding cycles and tracks the ones in flight.
 
-    def __init__(self, sched: Scheduler) -> None:
+    A cycle that needs nothing but its Bind (no Permit wait, no PreBind plugin that
+    applies to the pod, no pod group)
+    is a job of the binding queue (:mod:`ksched.backend.bind_queue`): a bounded pool of
+    workers runs such cycles in priority order, without a task per pod. Any other cycle
+    runs as its own task and takes a slot of the same queue around its Bind, so every
+    binding goes out in priority order and at most ``queue.workers`` are in flight. The
+    scheduling loop stops taking pods while the queue's backlog reaches its run-ahead
+    limit (:meth:`wait_for_room`)."""
+
+    def __init__(self, sched: Scheduler, queue: BindQueue | None = None) -> None:
         self._sched = sched
         self._in_flight: set[asyncio.Task[None]] = set()
+        self.queue = queue if queue is not None else BindQueue()
+        #: Cycle tasks waiting for or holding a slot (counted in the queue's backlog).
+        self._slots = 0
 
     def spawn(
         self,
@@ -1183,6 +1226,11 @@ class Binder:
         waiting: bool = False,
         group: GroupBinding | None = None,
     ) -> None:
+        if not waiting and group is None and not fw.needs_pre_bind(info.pod):
+            self.queue.submit(
+                info.pod.priority, self._bind, info, node, fw, state, start, False, None
+            )
+            return
         task = asyncio.get_running_loop().create_task(
             self._bind(info, node, fw, state, start, waiting, group)
         )
@@ -1191,7 +1239,21 @@ class Binder:
 
     @property
     def in_flight(self) -> int:
-        return len(self._in_flight)
+        """Binding cycles not finished: queued jobs, running ones and cycle tasks (a
+        task waiting for or holding a slot counts once)."""
+        return len(self._in_flight) + self.queue.backlog - self._slots
+
+    def room(self) -> int:
+        """How many more pods the scheduling loop may decide before the bindings'
+        backlog reaches the run-ahead limit."""
+        return self.queue.room()
+
+    async def wait_for_room(self) -> None:
+        """Return once the backlog is below the limit (or :meth:`wake` is called)."""
+        await self.queue.wait_for_room()
+
+    def wake(self) -> None:
+        self.queue.wake()
 
     async def _bind(
         self,
@@ -1245,11 +1307,16 @@ class Binder:
                     f"pod group {group.key}: member {group.failure} failed before binding",
                 )
         if s is None:
-            bound = False
-            if fw.extenders:
-                bound, s = await _extenders_bind(fw.extenders, pod, node)
-            if not bound:
-                s = await fw.run_bind(state, pod, node)
+            if waiting or group is not None or fw.needs_pre_bind(pod):
+                # Its own task: Bind in a slot of the binding queue, in priority order.
+                self._slots += 1
+                try:
+                    async with self.queue.slot(pod.priority):
+                        s = await self._run_bind(fw, state, pod, node)
+                finally:
+                    self._slots -= 1
+            else:
+                s = await self._run_bind(fw, state, pod, node)
         if s is not None:
             sched.stats.bind_errors += 1
             ref = logs.kobj(pod)
@@ -1279,6 +1346,15 @@ class Binder:
         sched.recorder.scheduled(pod, node, fw.name)
         if fw.points.post_bind:
             fw.run_post_bind(state, pod, node)
+
+    @staticmethod
+    async def _run_bind(fw: Framework, state: CycleState, pod: Pod, node: str) -> Status | None:
+        """The interested binding extender, else the Bind plugins."""
+        if fw.extenders:
+            bound, s = await _extenders_bind(fw.extenders, pod, node)
+            if bound:
+                return s
+        return await fw.run_bind(state, pod, node)
 
     async def _nominate(self, pod: Pod, node: str) -> None:
         try:
@@ -1321,6 +1397,14 @@ class Binder:
             sched.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE, held, None)
         handle_scheduling_failure(sched, fw, info, status, start)
 
+    def cancel(self) -> None:
+        """Cancel every binding cycle in flight (the conformance harness leaves a
+        PreBind waiting for the PV controller this way)."""
+        for task in list(self._in_flight):
+            task.cancel()
+
     async def drain(self) -> None:
-        while self._in_flight:
-            await asyncio.gather(*list(self._in_flight), return_exceptions=True)
+        while self._in_flight or self.queue.backlog:
+            if self._in_flight:
+                await asyncio.gather(*list(self._in_flight), return_exceptions=True)
+            await self.queue.idle()

@@ -3,8 +3,12 @@
 One asyncio event loop runs everything. Informer events are applied to the cache and
 the queue between scheduling cycles, so a cycle sees one consistent snapshot. A cycle is
 synchronous and short (:mod:`ksched.schedule_one`): pop a pod, one call into Rust,
-assume the result, spawn the binding task. Bindings run concurrently; the loop never
-waits for the API server. The one exception is a pod a scheduler extender is interested
+assume the result, hand it to the binder. Bindings run concurrently, in priority order,
+a bounded number at a time (:mod:`ksched.backend.bind_queue`); the loop waits for the
+API server only when the bindings it decided and that are not finished reach the
+run-ahead limit, derived from the measured binding rate: the pods not yet decided then
+stay in the queue, where a pod of higher priority still goes first and queueing hints
+still apply. The one exception is a pod a scheduler extender is interested
 in: its cycle awaits the extender's HTTP answers
 (:func:`~ksched.schedule_one.schedule_one_async`), so informers, bindings and lease
 renewals go on meanwhile, while no other pod is scheduled until it ends.
@@ -697,7 +701,9 @@ class Scheduler:
             return
         updating = _perf() - start
         latency = self.metrics.event_handling_duration
-        for event in node_scheduling_properties_change(old, new):
+        for event in node_scheduling_properties_change(
+            old, new, declared_features=self.feature_gates.node_declared_features
+        ):
             moving = _perf()
             self.queue.move_all_to_active_or_backoff(event, old, new)
             latency.observe((event.label,), updating + _perf() - moving)
@@ -951,7 +957,13 @@ class Scheduler:
         self._scheduling = True
         self._report_invalid_pods()
         queue = self.queue
+        binder = self.binder
         while not self._stopping.is_set():
+            if binder.room() <= 0:
+                # Bounded run-ahead: the decided pods wait for their bindings; the rest
+                # stay in the queue (priority order and hints still apply).
+                await binder.wait_for_room()
+                continue
             info = queue.try_pop()
             if info is None:
                 info = await queue.pop()
@@ -1045,7 +1057,7 @@ class Scheduler:
         more = self.queue.pop_same(
             key,
             self.signature,
-            self.batch_size - 1,
+            min(self.batch_size, self.binder.room()) - 1,
             lambda i: (
                 i.pod.scheduler_name == first.pod.scheduler_name
                 and not skip_pod(self, i)
@@ -1058,10 +1070,20 @@ class Scheduler:
     def signature(info: Any) -> object:
         """The pod's scheduling signature from the Rust core (None: not batchable).
         A pod with ResourceClaims has none (upstream DynamicResources' ``SignPod``: its
-        placement depends on devices the core's signature does not see)."""
-        if (info.pod.raw.get("spec") or {}).get("resourceClaims"):
-            return None
-        return getattr(info.compiled, "signature", None)
+        placement depends on devices the core's signature does not see). Remembered
+        with the queued pod until its compiled form changes (a new pod object)."""
+        compiled = info.compiled
+        memo = getattr(info, "signature_memo", None)
+        if memo is not None and memo[0] is compiled:
+            return memo[1]
+        sig = (
+            None
+            if (info.pod.raw.get("spec") or {}).get("resourceClaims")
+            else getattr(compiled, "signature", None)
+        )
+        if isinstance(info, QueuedPodInfo):
+            info.signature_memo = (compiled, sig)
+        return sig
 
     def quiescent(self, *, backoff: bool = True) -> bool:
         """Whether nothing can progress without a change in the cluster: no pod in
@@ -1086,6 +1108,7 @@ class Scheduler:
         """Stop taking pods; in-flight bindings finish (see :meth:`shutdown`)."""
         self._stopping.set()
         self.queue.close()
+        self.binder.wake()
 
     def stop_leading(self) -> None:
         """This replica may no longer write (its Lease lapsed): take no more pods,

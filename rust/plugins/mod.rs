@@ -8,6 +8,7 @@ pub mod dynamic_resources;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
+pub mod node_declared_features;
 pub mod node_name;
 pub mod node_ports;
 pub mod node_resources_fit;
@@ -34,6 +35,7 @@ pub enum Plugin {
     VolumeZone,
     PodTopologySpread,
     InterPodAffinity,
+    NodeDeclaredFeatures,
     NodeResourcesBalancedAllocation,
     ImageLocality,
     /// Runs after every other Filter for a pod whose PreFilter (in Python) handed the
@@ -42,7 +44,7 @@ pub enum Plugin {
 }
 
 impl Plugin {
-    pub const ALL: [Plugin; 15] = [
+    pub const ALL: [Plugin; 16] = [
         Plugin::NodeUnschedulable,
         Plugin::NodeName,
         Plugin::TaintToleration,
@@ -55,6 +57,7 @@ impl Plugin {
         Plugin::VolumeZone,
         Plugin::PodTopologySpread,
         Plugin::InterPodAffinity,
+        Plugin::NodeDeclaredFeatures,
         Plugin::NodeResourcesBalancedAllocation,
         Plugin::ImageLocality,
         Plugin::DynamicResources,
@@ -74,6 +77,7 @@ impl Plugin {
             Plugin::VolumeZone => volume_zone::NAME,
             Plugin::PodTopologySpread => pod_topology_spread::NAME,
             Plugin::InterPodAffinity => inter_pod_affinity::NAME,
+            Plugin::NodeDeclaredFeatures => node_declared_features::NAME,
             Plugin::NodeResourcesBalancedAllocation => balanced_allocation::NAME,
             Plugin::ImageLocality => image_locality::NAME,
             Plugin::DynamicResources => dynamic_resources::NAME,

@@ -4,7 +4,14 @@
 //! the pod requests nothing, cpu, memory, ephemeral-storage and every scalar resource the
 //! pod requests, each failing resource adding its own reason ("Insufficient cpu").
 //! Extended resources listed in `ignoredResources`, or whose domain prefix is in
-//! `ignoredResourceGroups`, are not checked.
+//! `ignoredResourceGroups`, are not checked. With DRAExtendedResource (beta, on in
+//! v1.36) a scalar request whose name some DeviceClass maps to
+//! (`Snapshot::dra_extended`) is not checked on a node whose allocatable has none of it:
+//! DynamicResources allocates devices for it there (upstream
+//! `shouldDelegateResourceToDRA`), and Score takes, on such a node, the number of
+//! devices the class selects there as allocatable and the allocated ones as requested
+//! (upstream `calculateDRAResourceTotals`, counted by the attempt's DynamicResources
+//! Filter: `ScoreSource::Dra`).
 //!
 //! Score (upstream `resourceAllocationScorer`): per configured resource, allocatable and
 //! requested-after-placement, where cpu and memory use the *non-zero* requests (100m/200Mi
@@ -158,6 +165,10 @@ pub enum ScoreSource {
     Memory,
     /// A plain column: ephemeral storage or a scalar resource.
     Column(usize),
+    /// A scalar resource some DeviceClass maps to (DRAExtendedResource): the column
+    /// where the node's allocatable lists it, else DynamicResources' device totals for
+    /// `ScoreState::dra_names[.1]`.
+    Dra(usize, usize),
     /// Left out of the score on every node.
     Skip,
 }
@@ -168,6 +179,17 @@ pub struct FilterState {
     /// `(column, amount)` of the checked requests, in upstream's check order.
     pub checks: Vec<(usize, i64)>,
     pub requests_nothing: bool,
+    /// Per entry of `checks` (empty when none is): the resource is mapped to a
+    /// DeviceClass, so a node with allocatable 0 leaves it to DynamicResources.
+    pub dra: Vec<bool>,
+}
+
+impl FilterState {
+    /// Whether check `j` is left to DynamicResources on a node with `alloc` of it.
+    #[inline]
+    fn delegated(&self, j: usize, alloc: i64) -> bool {
+        alloc <= 0 && self.dra.get(j).copied().unwrap_or(false)
+    }
 }
 
 pub fn prefilter(snap: &mut Snapshot, pod: &CompiledPod, args: &FitArgs) -> FilterState {
@@ -197,10 +219,24 @@ pub fn prefilter(snap: &mut Snapshot, pod: &CompiledPod, args: &FitArgs) -> Filt
     let requests_nothing = fixed.is_empty() && scalars.is_empty();
     fixed.sort_by_key(|&(c, _)| c);
     scalars.sort();
+    let mut dra = Vec::new();
+    if !snap.dra_extended.is_empty()
+        && scalars
+            .iter()
+            .any(|(n, _, _)| snap.dra_extended.contains(n))
+    {
+        dra = vec![false; fixed.len()];
+        dra.extend(
+            scalars
+                .iter()
+                .map(|(n, _, _)| snap.dra_extended.contains(n)),
+        );
+    }
     fixed.extend(scalars.into_iter().map(|(_, c, a)| (c, a)));
     FilterState {
         checks: fixed,
         requests_nothing,
+        dra,
     }
 }
 
@@ -294,6 +330,9 @@ pub fn filter(
     if !st.requests_nothing {
         for (j, &(col, amount)) in st.checks.iter().enumerate() {
             let alloc = snap.allocatable[col][i];
+            if st.delegated(j, alloc) {
+                continue;
+            }
             let requested = snap.requested[col][i] - freed.of(col) + added.of(col);
             if amount > alloc - requested {
                 mask |= 1u64 << (j + 1).min(63);
@@ -320,6 +359,9 @@ fn filter_as_is(snap: &Snapshot, st: &FilterState, slot: u32) -> Option<(bool, u
     if !st.requests_nothing {
         for (j, &(col, amount)) in st.checks.iter().enumerate() {
             let alloc = snap.allocatable[col][i];
+            if st.delegated(j, alloc) {
+                continue;
+            }
             if amount > alloc - snap.requested[col][i] {
                 mask |= 1u64 << (j + 1).min(63);
                 unresolvable |= amount > alloc;
@@ -363,6 +405,10 @@ pub struct ScoreState {
     /// `(source, pod request, weight)` per configured resource.
     pub resources: Vec<(ScoreSource, i64, i64)>,
     pub use_requested: bool,
+    /// The DRA-backed resources of `ScoreSource::Dra`, and the attempt's
+    /// DynamicResources Filter that counts their devices per node.
+    pub dra_names: Vec<String>,
+    pub dra: Option<std::sync::Arc<crate::plugins::dynamic_resources::DraFilter>>,
 }
 
 pub fn prescore(
@@ -372,6 +418,7 @@ pub fn prescore(
     use_requested: bool,
 ) -> ScoreState {
     let mut out = Vec::with_capacity(resources.len());
+    let mut dra_names: Vec<String> = Vec::new();
     // NodeResourcesFit's Score (use_requested false) ignores pod-level requests: upstream
     // NewFit builds its resourceAllocationScorer without enablePodLevelResources (only
     // BalancedAllocation's scorer gets it), so calculatePodResourceRequest passes
@@ -412,6 +459,10 @@ pub fn prescore(
                 let request = request(other);
                 if request == 0 && is_scalar_resource_name(other) {
                     (ScoreSource::Skip, 0)
+                } else if is_scalar_resource_name(other) && snap.dra_extended.contains(other) {
+                    dra_names.push(other.to_string());
+                    let col = snap.resource_column(other);
+                    (ScoreSource::Dra(col, dra_names.len() - 1), request)
                 } else if is_scalar_resource_name(other) {
                     (ScoreSource::Column(snap.resource_column(other)), request)
                 } else {
@@ -424,6 +475,8 @@ pub fn prescore(
     ScoreState {
         resources: out,
         use_requested,
+        dra_names,
+        dra: None,
     }
 }
 
@@ -474,6 +527,15 @@ fn fill(snap: &Snapshot, st: &ScoreState, slot: u32, out: &mut [(i64, i64, i64)]
                 } + request,
             ),
             ScoreSource::Column(c) => (snap.allocatable[c][i], snap.requested[c][i] + request),
+            ScoreSource::Dra(c, k) => match snap.allocatable[c][i] {
+                0 => st
+                    .dra
+                    .as_ref()
+                    .and_then(|d| d.extended_totals(&st.dra_names[k], snap, slot))
+                    .filter(|&(cap, _)| cap > 0)
+                    .map_or((0, 0), |(cap, used)| (cap, used + request)),
+                alloc => (alloc, snap.requested[c][i] + request),
+            },
             ScoreSource::Skip => (0, 0),
         };
         out[k] = if alloc == 0 {

@@ -309,18 +309,23 @@ fn has_all_keys(snap: &Snapshot, constraints: &[Constraint], slot: u32) -> bool 
 }
 
 /// Matching pods per topology domain, as a dense array over value ids (one attempt's
-/// worth; hashing thousands of hostname domains per attempt was the hot spot).
+/// worth; hashing thousands of hostname domains per attempt was the hot spot). A count
+/// may go below zero: upstream's RemovePod takes away pods its PreFilter never counted
+/// (see [`remove_uncounted`]).
 #[derive(Clone, Debug, Default)]
 pub struct DomainCounts {
-    /// `counts[value id]`, -1 where the domain does not exist.
+    /// `counts[value id]`, [`NO_DOMAIN`] where the domain does not exist.
     counts: Vec<i64>,
     domains: usize,
 }
 
+/// The count of a domain that does not exist.
+const NO_DOMAIN: i64 = i64::MIN;
+
 impl DomainCounts {
     fn new(ids: usize) -> Self {
         DomainCounts {
-            counts: vec![-1; ids],
+            counts: vec![NO_DOMAIN; ids],
             domains: 0,
         }
     }
@@ -328,7 +333,7 @@ impl DomainCounts {
     #[inline]
     fn add(&mut self, v: u32, n: i64) {
         let c = &mut self.counts[v as usize];
-        if *c < 0 {
+        if *c == NO_DOMAIN {
             *c = 0;
             self.domains += 1;
         }
@@ -337,7 +342,10 @@ impl DomainCounts {
 
     #[inline]
     pub fn get(&self, v: u32) -> i64 {
-        self.counts.get(v as usize).copied().unwrap_or(-1).max(0)
+        match self.counts.get(v as usize).copied() {
+            None | Some(NO_DOMAIN) => 0,
+            Some(c) => c,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -353,7 +361,7 @@ impl DomainCounts {
     fn two_smallest(&self) -> (Option<i64>, Option<i64>) {
         let (mut first, mut second) = (i64::MAX, i64::MAX);
         for &c in &self.counts {
-            if c < 0 {
+            if c == NO_DOMAIN {
                 continue;
             }
             if c < first {
@@ -481,6 +489,59 @@ pub fn prefilter(
         min_match,
         second_match,
         self_match,
+    }
+}
+
+/// Upstream's RemovePod (`updateWithPod` with delta -1) for pods taken off `slot` that
+/// its PreFilter never counted, applied to a state computed afresh without them: a pod
+/// is taken away from its domain when it is in the preemptor's namespace (`ns`), the
+/// node has every constraint's key and passes the constraint's node inclusion policies,
+/// and the constraint's selector matches it, whether or not the pod was counted. The
+/// PreFilter (`countPodsMatchSelector`) skipped terminating pods and counted nothing for
+/// an empty selector, so preemption's dry run sees those counts one lower per such pod
+/// (possibly below zero), and the minimum with them (the critical paths' update). This
+/// mirrors `PodTopologySpread.updateWithPod` (filtering.go), an upstream quirk.
+pub fn remove_uncounted<'a>(
+    snap: &Snapshot,
+    st: &mut SpreadFilterState,
+    slot: u32,
+    ns: u32,
+    removed: impl Iterator<Item = &'a PodRecord>,
+    affinity: &RequiredNodeAffinity,
+    taints: &TaintState,
+) {
+    if st.constraints.is_empty() || !has_all_keys(snap, &st.constraints, slot) {
+        return;
+    }
+    let mut changed = vec![false; st.constraints.len()];
+    for rec in removed {
+        if rec.namespace != ns {
+            continue;
+        }
+        for (i, c) in st.constraints.iter().enumerate() {
+            let counted = !rec.deleting && !c.selector.is_empty();
+            if counted || !c.selector.matches(&rec.labels) {
+                continue;
+            }
+            if !included(snap, c, slot, affinity, taints) {
+                continue;
+            }
+            st.domain_counts[i].add(snap.label(slot, c.key), -1);
+            changed[i] = true;
+        }
+    }
+    for (i, c) in st.constraints.iter().enumerate() {
+        if !changed[i] {
+            continue;
+        }
+        let dc = &st.domain_counts[i];
+        let (first, second) = dc.two_smallest();
+        st.min_match[i] = if (dc.len() as i64) < c.min_domains {
+            0
+        } else {
+            first.unwrap_or(i32::MAX as i64)
+        };
+        st.second_match[i] = second.unwrap_or(i32::MAX as i64);
     }
 }
 

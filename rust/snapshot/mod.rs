@@ -27,6 +27,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
 use crate::plugins::inter_pod_affinity::CompiledAffinity;
+use crate::plugins::node_declared_features::{FeatureSet, FeatureTable};
 use crate::plugins::node_ports::{self, HostPort};
 use crate::plugins::taint::{Effect, Taint};
 use crate::pod::CompiledPod;
@@ -74,6 +75,8 @@ pub struct NodeSpec {
     pub unschedulable: bool,
     /// `(names, size in bytes)` of the images on the node.
     pub images: Vec<(Vec<String>, i64)>,
+    /// `status.declaredFeatures` mapped onto the feature registry (NodeDeclaredFeatures).
+    pub declared_features: Vec<String>,
 }
 
 /// One image name across the cluster (upstream `fwk.ImageStateSummary`).
@@ -103,6 +106,15 @@ pub struct Snapshot {
     pub requested: Vec<Vec<i64>>,
     pub non_zero_cpu: Vec<i64>,
     pub non_zero_memory: Vec<i64>,
+    /// Per slot, the resource columns the node lists in its allocatable with amount 0
+    /// (upstream's `Allocatable.ScalarResources` keeps such names: DynamicResources'
+    /// extended-resource Filter tells "listed as 0" from "not listed").
+    pub zero_allocatable: Vec<Vec<usize>>,
+    /// Extended resource names some DeviceClass maps to (`spec.extendedResourceName` or
+    /// `deviceclass.resource.kubernetes.io/<class>`), scheduler-wide as upstream's
+    /// `DeviceClassResolver` (DRAExtendedResource): NodeResourcesFit leaves a request
+    /// of one of them to DynamicResources on a node whose allocatable has none of it.
+    pub dra_extended: ahash::AHashSet<String>,
 
     pub unschedulable: Vec<bool>,
     pub taints: Vec<Vec<Taint>>,
@@ -122,6 +134,9 @@ pub struct Snapshot {
     label_col_of: Vec<u32>,
     pub label_cols: Vec<Vec<u32>>,
     pub node_labels: Vec<Vec<(u32, u32)>>,
+    /// Node declared feature names → bits, and each slot's declared features over them.
+    pub feature_table: FeatureTable,
+    pub declared_features: Vec<FeatureSet>,
 
     /// Pods, in a slab indexed by `pod_index`.
     pub pods: Vec<Option<PodRecord>>,
@@ -192,6 +207,8 @@ impl Snapshot {
             requested: vec![Vec::new(); ncols],
             non_zero_cpu: Vec::new(),
             non_zero_memory: Vec::new(),
+            zero_allocatable: Vec::new(),
+            dra_extended: ahash::AHashSet::new(),
             unschedulable: Vec::new(),
             taints: Vec::new(),
             num_unschedulable: 0,
@@ -203,6 +220,8 @@ impl Snapshot {
             label_col_of: Vec::new(),
             label_cols: Vec::new(),
             node_labels: Vec::new(),
+            feature_table: FeatureTable::default(),
+            declared_features: Vec::new(),
             pods: Vec::new(),
             pod_index: AHashMap::new(),
             free_pods: Vec::new(),
@@ -290,6 +309,19 @@ impl Snapshot {
         c
     }
 
+    /// Node `slot`'s allocatable amount of resource `name`, None when its allocatable
+    /// does not list the name (upstream's `ScalarResources[name]` lookup with `ok`).
+    pub fn listed_allocatable(&self, slot: u32, name: &str) -> Option<i64> {
+        let col = self.resources.get(name)?;
+        let i = slot as usize;
+        let amount = self.allocatable[col][i];
+        if amount != 0 || self.zero_allocatable[i].contains(&col) {
+            Some(amount)
+        } else {
+            None
+        }
+    }
+
     /// The value id of label `key` on `slot`, 0 when absent.
     #[inline]
     pub fn label(&self, slot: u32, key: u32) -> u32 {
@@ -315,12 +347,14 @@ impl Snapshot {
                 }
                 self.non_zero_cpu.push(0);
                 self.non_zero_memory.push(0);
+                self.zero_allocatable.push(Vec::new());
                 self.unschedulable.push(false);
                 self.taints.push(Vec::new());
                 for col in self.label_cols.iter_mut() {
                     col.push(0);
                 }
                 self.node_labels.push(Vec::new());
+                self.declared_features.push(FeatureSet::default());
                 self.node_pods.push(Vec::new());
                 self.slot_gen.push(0);
                 self.nominated_on.push(0);
@@ -370,6 +404,7 @@ impl Snapshot {
         for col in self.allocatable.iter_mut() {
             col[i] = 0;
         }
+        self.zero_allocatable[i].clear();
         if self.unschedulable[i] {
             self.num_unschedulable -= 1;
         }
@@ -381,6 +416,7 @@ impl Snapshot {
                 self.num_hard_taints -= 1;
             }
         }
+        self.declared_features[i] = FeatureSet::default();
         let old = std::mem::take(&mut self.node_labels[i]);
         for (k, _) in old {
             if let Some(&c) = self.label_index.get(&k) {
@@ -407,6 +443,9 @@ impl Snapshot {
         for (rname, amount) in &spec.allocatable {
             let col = self.resource_column(rname);
             self.allocatable[col][i] = *amount;
+            if *amount == 0 {
+                self.zero_allocatable[i].push(col);
+            }
         }
         self.unschedulable[i] = spec.unschedulable;
         if spec.unschedulable {
@@ -435,6 +474,7 @@ impl Snapshot {
         }
         labels.sort_unstable();
         self.node_labels[i] = labels;
+        self.declared_features[i] = self.feature_table.set_of(&spec.declared_features);
         // Upstream addNodeImageStates: a name new to the cluster takes this node's size;
         // a known one keeps the size it has.
         let mut images: Vec<u32> = Vec::new();

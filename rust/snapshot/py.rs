@@ -311,8 +311,10 @@ impl Snapshot {
     }
 
     /// Add or replace a node. `allocatable` maps resource names to canonical integer
-    /// amounts; `taints` are `(key, value, effect)`.
-    #[pyo3(name = "upsert_node", signature = (name, allocatable, labels = None, taints = Vec::new(), unschedulable = false, images = Vec::new()))]
+    /// amounts; `taints` are `(key, value, effect)`; `declared_features` the node's
+    /// declared features among the registered ones.
+    #[pyo3(name = "upsert_node", signature = (name, allocatable, labels = None, taints = Vec::new(), unschedulable = false, images = Vec::new(), declared_features = Vec::new()))]
+    #[allow(clippy::too_many_arguments)]
     fn py_upsert_node(
         &mut self,
         name: String,
@@ -321,11 +323,13 @@ impl Snapshot {
         taints: Vec<(String, String, String)>,
         unschedulable: bool,
         images: Vec<(Vec<String>, i64)>,
+        declared_features: Vec<String>,
     ) -> PyResult<()> {
         let mut spec = NodeSpec {
             name,
             unschedulable,
             images,
+            declared_features,
             ..NodeSpec::default()
         };
         for (k, v) in allocatable.iter() {
@@ -372,6 +376,25 @@ impl Snapshot {
         }
         self.upsert_node(&spec);
         Ok(())
+    }
+
+    /// The extended resource names some DeviceClass maps to (DRAExtendedResource):
+    /// NodeResourcesFit leaves such a request to DynamicResources on nodes whose
+    /// allocatable has none of it (upstream `shouldDelegateResourceToDRA`).
+    fn set_dra_extended_resources(&mut self, names: Vec<String>) {
+        let names: ahash::AHashSet<String> = names.into_iter().collect();
+        if names != self.dra_extended {
+            self.dra_extended = names;
+            self.generation += 1;
+        }
+    }
+
+    /// The names set by `set_dra_extended_resources`, sorted.
+    #[getter]
+    fn dra_extended_resources(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.dra_extended.iter().cloned().collect();
+        v.sort();
+        v
     }
 
     /// VolumeBinding's plan on node `node_name` for `request` (what its Filter found

@@ -126,12 +126,36 @@ TAINTED = node(taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])
             ["UpdateNodeAllocatable", "UpdateNodeLabel"],
             id="several-at-once",
         ),
+        pytest.param(
+            node(),
+            node(declared_features=["FeatureA"]),
+            ["UpdateNodeDeclaredFeature"],
+            id="declared-features-added",
+        ),
+        pytest.param(
+            node(declared_features=["FeatureA", "FeatureB"]),
+            node(declared_features=["FeatureA"]),
+            ["UpdateNodeDeclaredFeature"],
+            id="declared-features-removed",
+        ),
+        # extractNodeFeaturesChange compares with slices.Equal: nil and empty are equal.
+        pytest.param(
+            node(), node(declared_features=[]), [], id="declared-features-absent-equals-empty"
+        ),
     ],
 )
 def test_node_update_becomes_specific_events(old: Node, new: Node, want: list[str]):
     events = node_scheduling_properties_change(old, new)
     assert [e.action.label for e in events] == want
     assert all(e.resource == NODE for e in events)
+
+
+def test_declared_features_change_is_no_event_without_the_gate():
+    """NodeSchedulingPropertiesChange adds extractNodeFeaturesChange only with the
+    NodeDeclaredFeatures gate on."""
+    old, new = node(), node(declared_features=["FeatureA"], labels={"zone": "a"})
+    events = node_scheduling_properties_change(old, new, declared_features=False)
+    assert [e.action.label for e in events] == ["UpdateNodeLabel"]
 
 
 def pod(**kw: Any) -> Pod:

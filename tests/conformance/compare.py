@@ -11,7 +11,8 @@ Aspects (each agrees or not, with a readable detail when not):
 * ``totals``: every feasible node's total score;
 * ``chosen``: the node the cycle picked;
 * ``message``: the FailedScheduling event (its text, type, action and pod), or on
-  success the binding's Scheduled event;
+  success the binding's Scheduled event (or both sides' binding cycle left waiting in
+  VolumeBinding's PreBind for a PV controller neither runs);
 * ``condition``: the PodScheduled condition written on failure (type, status, reason,
   message, observedGeneration, whether lastTransitionTime is set);
 * ``nomination``: ``status.nominatedNodeName`` after a failed cycle;
@@ -32,7 +33,11 @@ Upstream's random choices are normalized, not counted (the README lists them):
   order, which is not compared;
 * NodeResourcesFit lists the "Insufficient <resource>" reasons of scalar resources
   (extended resources, hugepages) in Go map order (``fitsRequest`` ranges over
-  ``ScalarResources``): they are compared sorted, after the fixed-order ones.
+  ``ScalarResources``): they are compared sorted, after the fixed-order ones;
+* a Filter that fails with an error (DynamicResources on a CEL runtime error) cancels
+  upstream's parallel search: which nodes were examined by then, and which of them
+  DynamicResources reports "asked by caller to stop allocating devices", is goroutine
+  timing; only the nodes with the error are compared (and the message, in full).
 
 A Score plugin whose PreScore skips the pod is absent from upstream's scores; it
 counts as 0 (ksched reports its 0).
@@ -145,6 +150,14 @@ def compare(up: Obj, ks: Obj) -> Comparison:
     examined = list(dict.fromkeys(up["examined"]))
     up_filters: dict[str, Obj | None] = up["filters"]
     ks_filters: dict[str, Obj | None] = ks["filters"]
+    failure = up.get("failure") or {}
+    if failure.get("code") == "Error" and any(
+        s is not None and s["code"] == "Error" for s in up_filters.values()
+    ):
+        # A Filter error aborted upstream's parallel search: the nodes examined, and
+        # what DynamicResources' cancelled allocations said, depend on goroutine timing.
+        # Only the nodes with the error are compared.
+        examined = [n for n in examined if (up_filters.get(n) or {}).get("code") == "Error"]
 
     # Feasibility and statuses, on the nodes upstream examined.
     up_feasible = sorted(n for n in examined if up_filters.get(n) is None)
@@ -206,6 +219,12 @@ def compare(up: Obj, ks: Obj) -> Comparison:
             out.fail("chosen", f"ksched {ks_chosen!r} fails ksched's own filters")
 
     out.check("message", _events(up["events"], up_chosen), _events(ks["events"], ks_chosen))
+    out.check(
+        "message",
+        bool(up.get("bindingPending")),
+        bool(ks.get("bindingPending")),
+        "binding left waiting in VolumeBinding's PreBind",
+    )
     if up_chosen is None:
         out.check("condition", _condition(up.get("condition")), _condition(ks.get("condition")))
     if up_chosen is None:

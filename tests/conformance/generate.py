@@ -31,6 +31,8 @@ field a built-in plugin reads is drawn somewhere:
 * workloads for default spreading: Services, ReplicaSets, StatefulSets,
   ReplicationControllers (the pod is owned by one or selected by one);
 * PodDisruptionBudgets, for preemption;
+* node declared features (registered and unknown names) and pods whose container
+  restart rules need RestartAllContainersOnContainerExits (NodeDeclaredFeatures);
 * the configuration: ``percentageOfNodesToScore: 100`` always; one or two profiles
   (the pod uses one), plugins disabled or reweighted, and non-default args for every
   plugin (every scoring strategy of NodeResourcesFit with its resources and shape,
@@ -40,9 +42,10 @@ field a built-in plugin reads is drawn somewhere:
   DefaultPreemption's candidate numbers).
 
 Plugins are a table (:data:`PLUGINS`): one entry per plugin with the generator of its
-args and of the features it tests, so plugins whose objects are not generated yet (the
-volume plugins, DynamicResources: they run in every case, without volumes or claims)
-add an entry and the fields their objects need. In-tree plugins ksched
+args and of the features it tests, and for plugins that read more than nodes and pods
+a hook making their objects: VolumeBinding's makes what the four volume plugins read
+(:mod:`tests.conformance.generate_volumes`), DynamicResources' the DRA objects
+(:mod:`tests.conformance.generate_dra`). In-tree plugins ksched
 does not implement yet are disabled in every generated profile (computed from ksched's
 build, :func:`ksched.profiles.implemented_plugin_names`), so cases compare the plugins
 ksched has, and a plugin that lands joins the cases without a change here.
@@ -56,6 +59,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ksched.profiles import implemented_plugin_names
+from tests.conformance.generate_dra import dra_args, dra_objects
+from tests.conformance.generate_volumes import volume_binding_args, volume_objects
 
 Obj = dict[str, Any]
 
@@ -148,16 +153,21 @@ class Case:
     objects: list[Obj]
     pod: str
     features: set[str] = field(default_factory=set)
+    #: Feature gates set for the case (upstream names), besides v1.36's defaults.
+    gates: dict[str, bool] = field(default_factory=dict)
 
     def to_json(self, *, echo: bool = False) -> Obj:
         """The Go harness's input."""
-        return {
+        out: Obj = {
             "id": self.id,
             "config": self.config,
             "objects": self.objects,
             "pod": self.pod,
             "echo": echo,
         }
+        if self.gates:
+            out["featureGates"] = dict(self.gates)
+        return out
 
 
 class Gen:
@@ -170,6 +180,10 @@ class Gen:
         self.uids = 0
         #: A preemption case: a high-priority pod, a fuller cluster of lower ones.
         self.preemption = False
+        #: The bound pods of the case (the plugins' object hooks give some volumes).
+        self.existing: list[Obj] = []
+        #: Feature gates the case turns on or off (both sides run with them).
+        self.gates: dict[str, bool] = {}
 
     # ---- random helpers ----------------------------------------------------------
 
@@ -911,6 +925,39 @@ def preemption_args(g: Gen) -> Obj:
     }
 
 
+#: Node declared features the generator draws from: registered ones and others, in the
+#: shape kube-apiserver validates (``UpperCamelCase`` segments separated by ``/``).
+NODE_FEATURES = [
+    "ExtendWebSocketsToKubelet",
+    "InPlacePodVerticalScalingInitContainers",
+    "RestartAllContainersOnContainerExits",
+    "RestartAllContainersOnContainerExitz",
+    "UserNamespacesHostNetworkSupport",
+    "Vendor/fastPath",
+]
+
+
+def declared_features(g: Gen, nodes: list[Obj], pod: Obj) -> list[Obj]:
+    """NodeDeclaredFeatures: nodes declare features (a sorted list, as the apiserver
+    requires), and the pod sometimes needs RestartAllContainersOnContainerExits (an app
+    container restart rule with the RestartAllContainers action). No objects of its own.
+    ``hostNetwork`` with ``hostUsers: false`` is not drawn: kube-apiserver refuses it
+    without the UserNamespacesHostNetworkSupport gate (alpha, off)."""
+    for node in nodes:
+        if g.chance(0.5):
+            node["status"]["declaredFeatures"] = sorted(set(g.some(NODE_FEATURES, 0, 3)))
+            g.tag("node:declaredFeatures")
+    if g.chance(0.3):
+        c = g.pick(pod["spec"]["containers"])
+        c.setdefault("restartPolicy", g.pick(["Never", "OnFailure", "Always"]))
+        action = g.pick(["RestartAllContainers", "RestartAllContainers", "Restart"])
+        c["restartPolicyRules"] = [
+            {"action": action, "exitCodes": {"operator": "In", "values": [42]}}
+        ]
+        g.tag(f"pod:restartPolicyRules.{action}")
+    return []
+
+
 @dataclass(frozen=True)
 class PluginSpec:
     """A plugin the generator knows: its args' kind and generator (None: no args), and,
@@ -936,6 +983,9 @@ PLUGINS = [
     PluginSpec("InterPodAffinity", "InterPodAffinityArgs", inter_pod_affinity_args),
     PluginSpec("NodeAffinity", "NodeAffinityArgs", node_affinity_args),
     PluginSpec("DefaultPreemption", "DefaultPreemptionArgs", preemption_args),
+    PluginSpec("NodeDeclaredFeatures", objects=declared_features),
+    PluginSpec("VolumeBinding", "VolumeBindingArgs", volume_binding_args, objects=volume_objects),
+    PluginSpec("DynamicResources", "DynamicResourcesArgs", dra_args, objects=dra_objects),
 ]
 
 
@@ -1043,6 +1093,7 @@ def generate(
             else g.rng.randint(0, 12)
         )
     ]
+    g.existing = existing
     nominated = [
         nominated_pod(g, i, nodes) for i in range(g.rng.randint(0, 2) if g.chance(0.3) else 0)
     ]
@@ -1072,4 +1123,5 @@ def generate(
         objects=objects,
         pod=f"{meta['namespace']}/{meta['name']}",
         features=g.features,
+        gates=g.gates,
     )

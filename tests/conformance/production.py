@@ -10,7 +10,10 @@ the case's pod is taken out of the queue (:meth:`SchedulingQueue.pop_specific`, 
 upstream's harness takes it) and :meth:`Scheduler.schedule_popped` runs its cycle, the
 very call of the scheduler's loop. The binding, the FailedScheduling event, the
 PodScheduled condition, a nomination and preemption's deletions then reach the embedded
-cluster, and are read back from there.
+cluster, and are read back from there. The chosen node is the one the cycle handed to
+the binding cycle (upstream's harness reports the node Reserve got); a binding cycle
+whose VolumeBinding PreBind waits for the PV controller (neither side runs one) is
+cancelled and reported ``bindingPending``.
 
 The per-node view (every node's Filter status and each Score plugin's normalized score)
 comes from :meth:`ksched._core.Snapshot.explain` on the scheduler's own snapshot just
@@ -27,6 +30,8 @@ from typing import Any
 
 from ksched.cluster import KIND_NAMES
 from ksched.config import load_config_bytes
+from ksched.config.features import FeatureGate
+from ksched.framework.interface import CORE_FILTER_KEY, NodeInfo, NodeScore
 from ksched.framework.registry import default_registry
 from ksched.run import new_scheduler
 from ksched.sim import InMemoryCluster
@@ -43,10 +48,24 @@ class RecordingCluster(InMemoryCluster):
     def __init__(self) -> None:
         super().__init__()
         self.deleted: list[str] = []
+        #: Set by VolumeBinding's PreBind writes (see :data:`PV_CONTROLLER_KINDS`).
+        self.binding_pending = asyncio.Event()
 
     async def delete_pod(self, *, namespace: str, name: str, uid: str) -> None:
         self.deleted.append(f"{namespace}/{name}")
         await super().delete_pod(namespace=namespace, name=name, uid=uid)
+
+    async def update_object(self, *, kind: Any, obj: Obj, subresource: str = "") -> Obj:
+        out = await super().update_object(kind=kind, obj=obj, subresource=subresource)
+        if kind in PV_CONTROLLER_KINDS:
+            self.binding_pending.set()
+        return out
+
+
+#: The kinds only VolumeBinding's PreBind writes, and then waits for the PV controller
+#: to bind: neither the embedded cluster nor upstream's harness runs one, so the binding
+#: cycle is left pending there and cancelled (upstream's harness does the same).
+PV_CONTROLLER_KINDS = frozenset({"persistentvolumes", "persistentvolumeclaims"})
 
 
 def _status(entry: Obj | None) -> Obj | None:
@@ -55,19 +74,148 @@ def _status(entry: Obj | None) -> Obj | None:
     return {"code": entry["code"], "plugin": entry["plugin"], "reasons": list(entry["reasons"])}
 
 
-async def run_case(objects: list[Obj], config: Obj | None, pod_key: str, seed: int) -> Obj:
-    """ksched's report for one case (see the module docstring)."""
+class _CycleView:
+    """Every node's Filter status and scores as the pod's cycle sees them.
+
+    The view is taken inside the cycle, once its PreFilters have run and before it
+    places the pod: the Kernel PreFilters' requests (the volume plugins') are attached
+    to the compiled pod then and the Python PreFilters (VolumeBinding's claims,
+    DynamicResources' allocator) have written the cycle state the Rust filters read. A
+    PreFilter that rejects gives every node its status (upstream's diagnosis); the
+    Python Filter plugins run on the nodes the Rust filters pass. The framework's
+    PreFilter methods are wrapped for the one cycle (their results pass through
+    unchanged); a pod whose cycle runs no PreFilter of them gets the view from just
+    before the cycle."""
+
+    def __init__(self, sched: Any, fw: Any, info: Any) -> None:
+        # The framework the cycle runs for this pod (a view without the plugins that
+        # ignore it, or the profile's own).
+        self.sched, self.fw, self.info = sched, fw.for_pod(info.pod), info
+        self._rows: list[Obj] = self._explain(info.compiled, None)
+        #: node -> Python Score plugin -> weighted score, as the cycle's run_score.
+        self.python_scores: dict[str, dict[str, int]] = {}
+        self._kernel_pre_filter = self.fw.run_kernel_pre_filter
+        self._pre_filter = self.fw.run_pre_filter
+        self._score = self.fw.run_score
+        self.fw.run_kernel_pre_filter = self.run_kernel_pre_filter
+        self.fw.run_pre_filter = self.run_pre_filter
+        self.fw.run_score = self.run_score
+
+    def restore(self) -> None:
+        del self.fw.run_kernel_pre_filter
+        del self.fw.run_pre_filter
+        del self.fw.run_score
+
+    def rows(self) -> list[Obj]:
+        return self._rows
+
+    def _mine(self, pod: Any) -> bool:
+        return bool(pod.uid == self.info.pod.uid)
+
+    def _explain(self, compiled: Any, state: Any) -> list[Obj]:
+        dra = None if state is None else state.get(CORE_FILTER_KEY)
+        rows: list[Obj] = self.sched.cache.snapshot.explain(
+            compiled, self.fw.profile.kernels, dra=dra
+        )
+        for r in rows:
+            st = r["status"]
+            if st is not None and st["code"] == "Error":
+                # The cycle's status of a Filter error (schedule_one._kernel_error, as
+                # upstream's RunFilterPlugins wraps it).
+                msg = ", ".join(st["reasons"])
+                r["status"] = {
+                    **st,
+                    "reasons": [f'running "{st["plugin"]}" filter plugin: {msg}'],
+                }
+        return rows
+
+    def _rejected(self, status: Any) -> None:
+        entry = {"code": status.code.value, "plugin": status.plugin, "reasons": status.reasons}
+        for r in self._rows:
+            r["status"] = entry
+            r["scores"] = {}
+
+    def run_kernel_pre_filter(self, state: Any, pod: Any, compiled: Any) -> Any:
+        out, failed = self._kernel_pre_filter(state, pod, compiled)
+        if self._mine(pod):
+            self._rows = self._explain(out, state)
+            if failed is not None:
+                self._rejected(failed)
+        return out, failed
+
+    def run_pre_filter(self, state: Any, pod: Any) -> Any:
+        names, status = self._pre_filter(state, pod)
+        if not self._mine(pod):
+            return names, status
+        self._rows = self._explain(self.info.compiled, state)
+        if status is not None:
+            kernels = self.fw.profile.kernels
+            result = self.sched.cache.snapshot.schedule(self.info.compiled, kernels, True)
+            if result.pre_filter_msg is None:
+                # Else a built-in PreFilter rejected first: the explained rows say so.
+                self._rejected(status)
+            return names, status
+        dra = state.get(CORE_FILTER_KEY)
+        if dra is not None and dra.error:
+            # The cycle fails with this Filter error (upstream: an Error status).
+            for r in self._rows:
+                st = r["status"]
+                if st is not None and list(st["reasons"]) == [dra.error]:
+                    msg = f'running "DynamicResources" filter plugin: {dra.error}'
+                    r["status"] = {"code": "Error", "plugin": st["plugin"], "reasons": [msg]}
+        for r in self._rows:
+            if r["status"] is not None:
+                continue
+            ni = NodeInfo(
+                r["node"], self.sched.cache.nodes.get(r["node"]), self.sched.cache.snapshot
+            )
+            fs = self.fw.run_filter(state, pod, ni)
+            if fs is not None:
+                r["status"] = {"code": fs.code.value, "plugin": fs.plugin, "reasons": fs.reasons}
+                r["scores"] = {}
+        return names, status
+
+    def run_score(self, state: Any, pod: Any, nodes: Any) -> Any:
+        totals, status = self._score(state, pod, nodes)
+        if self._mine(pod) and status is None:
+            # The cycle's totals per plugin: each Python Score plugin again on the same
+            # state (their Score and NormalizeScore only read it).
+            for p in self.fw.points.score:
+                if p.name in state.skip_score_plugins:
+                    continue
+                scores = [NodeScore(n.name, int(p.score(state, pod, n))) for n in nodes]
+                normalize = getattr(p, "normalize_score", None)
+                if callable(normalize):
+                    normalize(state, pod, scores)
+                weight = self.fw.score_weights.get(p.name, 1)
+                for x in scores:
+                    self.python_scores.setdefault(x.name, {})[p.name] = x.score * weight
+        return totals, status
+
+
+async def run_case(
+    objects: list[Obj],
+    config: Obj | None,
+    pod_key: str,
+    seed: int,
+    feature_gates: dict[str, bool] | None = None,
+) -> Obj:
+    """ksched's report for one case (see the module docstring); ``feature_gates`` as
+    ``ksched run --feature-gates`` takes them."""
     registry = default_registry()
+    flags = ",".join(f"{k}={str(v).lower()}" for k, v in (feature_gates or {}).items())
+    gates = FeatureGate.from_flags([flags] if flags else []).config_gates()
     cfg = load_config_bytes(
         json.dumps(config or {}).encode(),
         "the case's KubeSchedulerConfiguration",
         extra_plugins=registry.names(),
         extension_points=registry.extension_points(),
+        gates=gates,
     )
     cluster = RecordingCluster()
     for obj in objects:
         cluster.create(RESOURCES[obj["kind"]], obj)  # type: ignore[arg-type]
-    sched = new_scheduler(cfg, cluster, seed=seed, identity="conformance")
+    sched = new_scheduler(cfg, cluster, seed=seed, identity="conformance", gates=gates)
     report: Obj = {"error": ""}
     stopped = False
     try:
@@ -82,20 +230,49 @@ async def run_case(objects: list[Obj], config: Obj | None, pod_key: str, seed: i
         fw = sched.frameworks[info.pod.scheduler_name]
         kernels = fw.profile.kernels
         weights = dict(kernels.scores)
-        rows = sched.cache.snapshot.explain(info.compiled, kernels)
+        view = _CycleView(sched, fw, info)
         report["profile"] = info.pod.scheduler_name
+        reserved: list[str] = []
+        spawn = sched.binder.spawn
+
+        def observed_spawn(popped: Any, node: str, *args: Any, **kwargs: Any) -> None:
+            if popped.pod.uid == uid:
+                reserved.append(node)  # the node the cycle reserved (upstream: Reserve)
+            spawn(popped, node, *args, **kwargs)
+
+        sched.binder.spawn = observed_spawn  # type: ignore[method-assign]
+        await sched.schedule_popped(info)
+        view.restore()
+        rows = view.rows()
         report["filters"] = {r["node"]: _status(r["status"]) for r in rows}
         report["examined"] = [r["node"] for r in rows]
+        py_scores = view.python_scores
         report["scores"] = [
             {
                 "node": r["node"],
-                "plugins": {p: s["normalized"] * weights.get(p, 1) for p, s in r["scores"].items()},
-                "total": r["total"],
+                "plugins": {
+                    **{p: s["normalized"] * weights.get(p, 1) for p, s in r["scores"].items()},
+                    **py_scores.get(r["node"], {}),
+                },
+                "total": r["total"] + sum(py_scores.get(r["node"], {}).values()),
             }
             for r in sorted(rows, key=lambda r: r["node"])
             if r["status"] is None
         ]
-        await sched.schedule_popped(info)
+        report["bindingPending"] = False
+        if reserved:
+            # The binding cycle ends with the Scheduled event, or waits in PreBind.
+            pending = asyncio.ensure_future(cluster.binding_pending.wait())
+            drained = asyncio.ensure_future(sched.binder.drain())
+            await asyncio.wait({pending, drained}, return_when=asyncio.FIRST_COMPLETED)
+            if pending.done():
+                # PreBind asked the PV controller (a bindTimeoutSeconds of 0 may have
+                # failed the binding already: upstream's harness stops at the same write).
+                report["bindingPending"] = True
+                sched.binder.cancel()
+            for t in (pending, drained):
+                t.cancel()
+            await asyncio.gather(pending, drained, return_exceptions=True)
         # What the queue keeps for the pod's requeueing (its rejector plugins).
         report["unschedulablePlugins"] = sorted(info.unschedulable_plugins)
         report["pendingPlugins"] = sorted(info.pending_plugins)
@@ -103,7 +280,8 @@ async def run_case(objects: list[Obj], config: Obj | None, pod_key: str, seed: i
         await sched.shutdown()
         stopped = True
         after = cluster.get("pods", pod_key) or {}
-        report["chosen"] = (after.get("spec") or {}).get("nodeName") or None
+        report["chosen"] = reserved[0] if reserved else None
+        report["boundTo"] = (after.get("spec") or {}).get("nodeName") or None
         status = after.get("status") or {}
         cond = next(
             (c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"),
@@ -123,6 +301,9 @@ async def run_case(objects: list[Obj], config: Obj | None, pod_key: str, seed: i
                 "note": e.get("note"),
             }
             for e in cluster.events
+            # After a successful scheduling cycle only the binding's Scheduled event is
+            # compared (upstream's harness records no other event of the binding cycle).
+            if not reserved or e.get("reason") == "Scheduled"
         ]
         report["deleted"] = sorted(cluster.deleted)
     finally:
@@ -131,9 +312,15 @@ async def run_case(objects: list[Obj], config: Obj | None, pod_key: str, seed: i
     return report
 
 
-def run(objects: list[Obj], config: Obj | None, pod_key: str, seed: int) -> Obj:
+def run(
+    objects: list[Obj],
+    config: Obj | None,
+    pod_key: str,
+    seed: int,
+    feature_gates: dict[str, bool] | None = None,
+) -> Obj:
     """:func:`run_case` on a fresh event loop; an exception becomes ``error``."""
     try:
-        return asyncio.run(run_case(objects, config, pod_key, seed))
+        return asyncio.run(run_case(objects, config, pod_key, seed, feature_gates))
     except Exception as exc:  # reported as the case's ksched error
         return {"error": f"{type(exc).__name__}: {exc}"}

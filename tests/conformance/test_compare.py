@@ -147,3 +147,27 @@ def test_a_ksched_error_is_a_disagreement() -> None:
     ks = ksched(up)
     ks["error"] = "ValueError: boom"
     assert differences(up, ks) == {"runs": "ksched: ValueError: boom"}
+
+
+def test_a_filter_error_compares_only_the_nodes_with_the_error() -> None:
+    """Upstream's parallel search stops at a Filter error: the other nodes' verdicts are
+    goroutine timing (DynamicResources says "asked by caller to stop allocating")."""
+    err = status("DynamicResources", 'running "DynamicResources" filter plugin: x', code="Error")
+    stopped = status("DynamicResources", "asked by caller to stop allocating devices: y")
+    up = report(
+        examined=["a", "b", "c"],
+        filters={"a": err, "b": stopped, "c": None},
+        scores=[],
+        chosen=None,
+        failure={"code": "Error", "message": "x"},
+    )
+    ks = ksched(up, filters={"a": err, "b": None, "c": status(FIT, "Insufficient cpu")})
+    assert differences(up, ks) == {}
+    ks["filters"]["a"] = status("DynamicResources", "x", code="UnschedulableAndUnresolvable")
+    assert "statuses" in differences(up, ks)
+
+
+def test_a_binding_left_pending_on_one_side_only_disagrees() -> None:
+    up = report(bindingPending=True)
+    assert differences(up, ksched(up)) == {}
+    assert "message" in differences(up, ksched(up, bindingPending=False))

@@ -68,3 +68,21 @@ def test_a_preemption_case_exercises_victims(upstream: Upstream) -> None:
     finally:
         checker.close()
     raise AssertionError(f"no case of seed {SEED} preempts: the generator lost preemption")
+
+
+def test_dynamic_resources_rejects_before_declared_features_with_nominated_pods(
+    upstream: Upstream,
+) -> None:
+    """Seed 3, cases 649 and 2030: a claim no device can satisfy on a node that also lacks
+    a feature the pod needs, with a pod nominated there. Upstream's first Filter pass
+    (with the nominated pods) runs DynamicResources before NodeDeclaredFeatures, so its
+    "cannot allocate all claims" is the node's reason; ksched's nominated pass used to
+    skip DynamicResources and report NodeDeclaredFeatures."""
+    checker = Checker(upstream)
+    try:
+        for index in (649, 2030):
+            checked = checker.one(generate(3, index).to_json())
+            assert checked.comparison is not None
+            assert checked.comparison.agrees, checked.comparison.differences
+    finally:
+        checker.close()

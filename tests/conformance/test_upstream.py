@@ -203,3 +203,90 @@ def test_volume_and_dra_kinds_are_stored_for_their_plugins(upstream: Upstream) -
     assert r.get("error") is None
     assert [o["kind"] for o in r["objects"][1:4]] == ["StorageClass", "CSIDriver", "DeviceClass"]
     assert r["objects"][1]["reclaimPolicy"] == "Delete"  # defaulted
+
+
+def test_an_allocated_claim_is_stored_with_its_status(upstream: Upstream) -> None:
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {
+            "name": "gpu",
+            "namespace": "default",
+            "finalizers": ["resource.kubernetes.io/delete-protection"],
+        },
+        "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c"}}]}},
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "r", "driver": "gpu.example.com", "pool": "a", "device": "d"}
+                    ]
+                }
+            },
+            "reservedFor": [{"resource": "pods", "name": "other", "uid": "uid-other"}],
+        },
+    }
+    r = upstream.one(case([claim, node("a", "1"), pod("p", "100m")], echo=True))
+    assert r.get("error") is None, r.get("error")
+    stored = r["objects"][1]
+    assert stored["status"]["reservedFor"][0]["name"] == "other"
+    assert stored["spec"]["devices"]["requests"][0]["exactly"]["allocationMode"] == "ExactCount"
+
+
+@pytest.mark.parametrize(("gates", "error"), [({}, "unexpected field `shape`"), (None, "")])
+def test_a_case_sets_its_own_feature_gates(
+    upstream: Upstream, gates: dict[str, bool] | None, error: str
+) -> None:
+    config = {
+        **CONFIG,
+        "profiles": [
+            {
+                "schedulerName": "default-scheduler",
+                "pluginConfig": [
+                    {
+                        "name": "VolumeBinding",
+                        "args": {
+                            "apiVersion": "kubescheduler.config.k8s.io/v1",
+                            "kind": "VolumeBindingArgs",
+                            "shape": [{"utilization": 0, "score": 0}],
+                        },
+                    }
+                ],
+            }
+        ],
+    }
+    on = {"StorageCapacityScoring": True} if gates is None else gates
+    r = upstream.one(case([node("a", "1"), pod("p", "100m")], config, featureGates=on))
+    assert error in (r.get("error") or "")
+    if not error:
+        assert r["chosen"] == "a"
+
+
+def test_a_binding_waiting_for_the_pv_controller_is_left_pending(upstream: Upstream) -> None:
+    """WaitForFirstConsumer: VolumeBinding's PreBind writes the selected node on the claim
+    and would wait for a provisioner; the harness reports the binding pending."""
+    objects = [
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": "wffc"},
+            "provisioner": "csi.example.com",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": "default"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "wffc",
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+        node("a", "1"),
+        pod("p", "100m", volumes=[{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]),
+    ]
+    r = upstream.one(case(objects))
+    assert r.get("error") is None, r.get("error")
+    assert r["chosen"] == "a" and r["bindingPending"] is True
+    assert [e["reason"] for e in r["events"]] == []

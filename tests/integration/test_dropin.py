@@ -90,6 +90,8 @@ KSCHED_ONLY: dict[str, str] = {
     "(DRADeviceBindingConditions); no device with binding conditions in this workload",
     "scheduler_dra_bindingconditions_wait_duration_seconds": "same as "
     "scheduler_dra_bindingconditions_allocations_total",
+    "scheduler_resourceclaim_creates_total": "registered upstream (DRAExtendedResource); no "
+    "claim for extended resources is created in this workload",
 }
 _KSCHED_PREFIXES = ("ksched_", "python_")
 

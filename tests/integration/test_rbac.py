@@ -59,6 +59,10 @@ EXPECTED_CLUSTER = {(g, r, "", v) for g, r in READ for v in ("list", "watch")} |
     ("", "persistentvolumeclaims", "", "update"),
     ("resource.k8s.io", "resourceclaims", "", "get"),
     ("resource.k8s.io", "resourceclaims", "", "update"),
+    # DRAExtendedResource: PreBind creates a pod's claim, Unreserve/PostFilter delete it
+    # (upstream's system:kube-scheduler role grants both with the gate).
+    ("resource.k8s.io", "resourceclaims", "", "create"),
+    ("resource.k8s.io", "resourceclaims", "", "delete"),
     ("resource.k8s.io", "resourceclaims/status", "", "update"),
     ("resource.k8s.io", "resourceclaims/status", "", "patch"),
     ("resource.k8s.io", "resourceclaims/binding", "", "update"),

@@ -3,7 +3,9 @@
 The plugin tests describe a cluster the way upstream's test tables do, with small
 builders that return plain dicts:
 
-* a node is ``{"name", "labels", "taints", "unschedulable", "allocatable", "images"}``;
+* a node is ``{"name", "labels", "taints", "unschedulable", "allocatable", "images",
+  "declared_features"}`` (declared features go to the kernels as given: mapping them
+  onto the registry is the cache's job, tested with it);
   its labels are exactly the ones given (no hostname label is added, because several
   upstream cases depend on a node lacking one);
 * a pod is ``{"name", "uid", "namespace", "labels", "node", "deleting", "spec",
@@ -51,6 +53,7 @@ def node(
     unschedulable: bool = False,
     allocatable: Mapping[str, int] | None = None,
     images: Iterable[tuple[Sequence[str], int]] = (),
+    declared_features: Iterable[str] = (),
 ) -> Obj:
     """A node; ``taints`` are ``(key, value, effect)``, ``images`` ``(names, size)``."""
     return {
@@ -60,6 +63,7 @@ def node(
         "unschedulable": unschedulable,
         "allocatable": dict(DEFAULT_ALLOCATABLE if allocatable is None else allocatable),
         "images": [(list(names), size) for names, size in images],
+        "declared_features": list(declared_features),
     }
 
 
@@ -81,6 +85,8 @@ def pod(
     overhead: Mapping[str, str] | None = None,
     pod_requests: Mapping[str, str] | None = None,
     node_name: str | None = None,
+    host_network: bool | None = None,
+    host_users: bool | None = None,
 ) -> Obj:
     """A pod. ``node`` binds an existing pod; ``node_name`` sets ``spec.nodeName`` of the
     pod being scheduled (NodeName plugin); both end up in ``spec.nodeName``.
@@ -103,6 +109,10 @@ def pod(
         spec["overhead"] = dict(overhead)
     if pod_requests is not None:
         spec["resources"] = {"requests": dict(pod_requests)}
+    if host_network is not None:
+        spec["hostNetwork"] = host_network
+    if host_users is not None:
+        spec["hostUsers"] = host_users
     return {
         "name": name,
         "uid": uid or f"uid-{namespace}-{name}",
@@ -145,8 +155,10 @@ def container(
     image: str = "",
     ports: Iterable[Obj] = (),
     restart_policy: str | None = None,
+    restart_rules: Iterable[str] = (),
 ) -> Obj:
-    """A container with resource requests in API quantities (``{"cpu": "100m"}``)."""
+    """A container with resource requests in API quantities (``{"cpu": "100m"}``) and
+    ``restartPolicyRules`` with these actions (exit code 1)."""
     c: Obj = {"name": name, "image": image}
     if requests is not None:
         c["resources"] = {"requests": dict(requests)}
@@ -155,6 +167,11 @@ def container(
         c["ports"] = ports
     if restart_policy is not None:
         c["restartPolicy"] = restart_policy
+    rules = list(restart_rules)
+    if rules:
+        c["restartPolicyRules"] = [
+            {"action": a, "exitCodes": {"operator": "In", "values": [1]}} for a in rules
+        ]
     return c
 
 
@@ -367,6 +384,7 @@ def compile_pod(p: Obj) -> CompiledPod:
         topology_spread_constraints=list(parsed.topology_spread_constraints),
         default_spread_selector=p["default_spread_selector"],
         deleting=parsed.deletion_timestamp is not None,
+        required_features=list(parsed.required_features),
     )
 
 
@@ -376,7 +394,13 @@ def snapshot(c: Obj, seed: int = 0) -> Snapshot:
         snap.upsert_namespace(name, labels)
     for n in c["nodes"]:
         snap.upsert_node(
-            n["name"], n["allocatable"], n["labels"], n["taints"], n["unschedulable"], n["images"]
+            n["name"],
+            n["allocatable"],
+            n["labels"],
+            n["taints"],
+            n["unschedulable"],
+            n["images"],
+            n.get("declared_features", []),
         )
     for p in c["pods"]:
         snap.add_pod(compile_pod(p), p["node"])

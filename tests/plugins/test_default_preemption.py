@@ -826,6 +826,49 @@ async def test_a_victim_frees_a_host_port_another_pod_also_holds() -> None:
         assert again.node is None
 
 
+SPREAD_ZONE = {
+    "topologySpreadConstraints": [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "db"}},
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize(
+    ("terminating", "want"),
+    [
+        pytest.param(True, {"n2": (["db-t"], 0)}, id="a-terminating-victim-uncounts-itself"),
+        # Counted (z2 holds 2): without it z2 still holds 1 more than z1 has room for.
+        pytest.param(False, {}, id="a-running-victim-is-not-enough"),
+    ],
+)
+async def test_spreading_counts_a_removed_pod_its_pre_filter_did_not_count(
+    terminating: bool, want: dict[str, tuple[list[str], int]]
+) -> None:
+    """Upstream's PodTopologySpread RemovePod (``updateWithPod``) takes a pod off its
+    domain's count whether or not PreFilter counted it: a terminating victim, never
+    counted, still lowers the count in the dry run, and the preemptor fits next to the
+    higher-priority pod of the other node (found by the conformance harness)."""
+    z1 = {"topology.kubernetes.io/zone": "z1"}
+    z2 = {"topology.kubernetes.io/zone": "z2"}
+    nodes = [node("n1", "4", "8Gi", **z1), node("n2", "4", "8Gi", **z2)]
+    nodes.append(node("n3", "4", "8Gi", **z2))
+    victim = pod("db-t", prio=LOW, on="n2", labels={"app": "db"})
+    if terminating:
+        victim["metadata"]["deletionTimestamp"] = "2026-01-01T01:00:00Z"
+    pods = [
+        victim,
+        pod("db-x", prio=HIGH, on="n3", labels={"app": "db"}),
+        pod("p", prio=MID, labels={"app": "db"}, extra=SPREAD_ZONE),
+    ]
+    async with running(nodes, pods, filters=DEFAULT_FILTERS) as env:
+        assert env.candidates("p", statuses(["n2", "n3"], ["n1"])) == want
+
+
 async def test_nominated_pods_of_equal_priority_keep_their_room() -> None:
     nodes = [node("n1", "4", "32Gi"), node("n2", "4", "32Gi")]
     pods = [

@@ -2,7 +2,9 @@
 
 ``Node.from_dict`` keeps what the snapshot columns need: labels, taints, the
 unschedulable flag, allocatable resources in scheduler units and the image list (names
-and sizes, for ImageLocality). The original object stays in ``raw``; nothing is deep
+and sizes, for ImageLocality), and ``status.declaredFeatures`` as given (a list of
+strings; NodeDeclaredFeatures maps it onto the feature registry,
+:mod:`ksched.api.declared_features`). The original object stays in ``raw``; nothing is deep
 copied, so treat ``raw`` and the parsed maps as read-only.
 
 Allocatable follows what kube-scheduler sees: ``status.allocatable``, or a copy of
@@ -34,6 +36,7 @@ from ksched.api._parse import (
     str_list,
     str_map,
 )
+from ksched.api.declared_features import declared_features
 from ksched.api.errors import InvalidObjectError, QuantityError
 from ksched.api.resources import amount_from_nanos, is_tracked_resource_name
 
@@ -65,6 +68,8 @@ class Node:
     #: ``(names, size_bytes)`` per entry of ``status.images``.
     images: list[tuple[tuple[str, ...], int]]
     raw: dict[str, Any]
+    #: ``status.declaredFeatures`` as the node gives it (kube-apiserver keeps it sorted).
+    declared_features: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"Node({self.name!r}, uid={self.uid!r})"
@@ -160,4 +165,5 @@ def _parse_node(cls: type[Node], obj: dict[str, Any]) -> Node:
         allocatable=allocatable,
         images=_parse_images(status.get("images"), "status.images"),
         raw=obj,
+        declared_features=declared_features(status.get("declaredFeatures")),
     )

@@ -34,6 +34,10 @@ non-missing-container-requests option: every container (init containers included
 does not name cpu (memory) counts 100m (200Mi). When pod-level requests are set, the
 default applies only to a resource the effective requests above do not mention at all.
 
+``required_features`` are the node declared features scheduling the pod needs
+(:func:`ksched.api.declared_features.infer_for_pod_scheduling`, read from the spec once
+per pod object), which NodeDeclaredFeatures checks against each node's.
+
 Left out on purpose: DRA node-allocatable claim statuses and pod-level in-place resize
 status (both alpha and off by default in v1.36).
 """
@@ -61,6 +65,7 @@ from ksched.api._parse import (
     resource_nanos,
     str_map,
 )
+from ksched.api.declared_features import infer_for_pod_scheduling
 from ksched.api.errors import InvalidObjectError, QuantityError
 from ksched.api.quantity import NANOS_PER_UNIT, nanos_to_milli_value, nanos_to_value
 from ksched.api.resources import (
@@ -151,6 +156,9 @@ class Pod:
     #: ``spec.schedulingGroup.podGroupName``: the scheduling.k8s.io PodGroup the pod
     #: belongs to ("" for none).
     scheduling_group: str = ""
+    #: The node declared features scheduling the pod requires, sorted
+    #: (:func:`ksched.api.declared_features.infer_for_pod_scheduling`).
+    required_features: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -713,4 +721,5 @@ def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:
         _parse_image_volumes(volumes, "spec.volumes") if volumes else [],
         obj,
         group_name,
+        infer_for_pod_scheduling(spec),
     )

@@ -43,6 +43,7 @@ __all__ = [
     "claim_key",
     "disks_conflict",
     "has_disk",
+    "has_volumes",
     "is_volume_bound_to_claim",
     "label_selector_matches",
     "not_found",
@@ -82,6 +83,12 @@ def _spec(obj: Obj) -> Obj:
 def annotations_of(obj: Obj) -> dict[str, Any]:
     a = _meta(obj).get("annotations")
     return a if isinstance(a, dict) else {}
+
+
+def has_volumes(pod: Pod) -> bool:
+    """Whether the pod lists any ``spec.volumes`` (the cheap test before
+    :func:`pod_volumes`, on the path of every pod)."""
+    return bool((pod.raw.get("spec") or {}).get("volumes"))
 
 
 def pod_volumes(pod: Pod) -> Iterator[Obj]:

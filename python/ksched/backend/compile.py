@@ -70,6 +70,7 @@ def compile_pod(pod: Pod, default_spread_selector: dict[str, Any] | None = None)
             start_time=start_time_of(pod),
             fit_score_requests=pod.fit_score_requests,
             volumes=volume_spec(pod),
+            required_features=list(pod.required_features),
         )
     except ValueError as exc:
         raise _invalid(pod, exc) from None

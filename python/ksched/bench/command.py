@@ -5,11 +5,14 @@
     ksched bench --workload basic                      # embedded, 5,000 nodes
     ksched bench --workload all --scale 0.1            # every workload, a tenth of the size
     ksched bench --workload basic --against kube-scheduler --scale 0.2 --repeat 3
+    ksched bench --workload basic --against kube-scheduler --against bare-binder --mode backlog
 
 ``--against kube-scheduler`` (or ``--target apiserver``) starts the test control plane
 (etcd + kube-apiserver v1.36, :mod:`ksched.testing.controlplane`) and runs each workload
 end to end with ksched and, with ``--against``, upstream kube-scheduler on the same
-apiserver and nodes, alternating which goes first on each repeat. The table goes to
+apiserver and nodes, alternating which goes first on each repeat; ``--against
+bare-binder`` adds the bare binder (:mod:`ksched.bench.barebinder`), and the table gives
+ksched's throughput as a fraction of it. The table goes to
 stdout (progress to stderr), the JSON to ``--json`` and the throughput plot to
 ``--plot``. Exit status 0 when every measured pod was bound in every run, 1 otherwise.
 """
@@ -23,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ksched.bench.report import KSCHED, UPSTREAM, Comparison, Progress, RunResult
+from ksched.bench.report import BARE_BINDER, KSCHED, UPSTREAM, Comparison, Progress, RunResult
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,10 +46,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--target", choices=("embedded", "apiserver"), default=None)
     p.add_argument(
         "--against",
-        choices=(UPSTREAM,),
+        choices=(UPSTREAM, BARE_BINDER),
+        action="append",
         default=None,
-        help="also run upstream kube-scheduler v1.36 on the same apiserver (implies "
-        "--target apiserver)",
+        help="also run upstream kube-scheduler v1.36, or the bare binder (a client that "
+        "only POSTs bindings round-robin, the end-to-end limit), on the same apiserver "
+        "(repeatable; implies --target apiserver)",
     )
     p.add_argument("--scale", type=float, default=1.0, help="multiply every count param")
     p.add_argument("--nodes", type=int, default=None, help="set initNodes")
@@ -221,7 +226,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         comparisons = run_apiserver(
             specs,
-            schedulers=[KSCHED, *([args.against] if args.against else [])],
+            schedulers=[KSCHED, *dict.fromkeys(args.against or ())],
             repeat=args.repeat,
             timeout=args.timeout or 600.0,
             qps=args.qps,

@@ -29,6 +29,11 @@ to ``qps``/``burst`` (default 5000/5000). kube-scheduler keeps its default conte
 
 ksched runs as ``python -m ksched.bench.kschedproc`` — ``ksched run`` plus a stats file,
 since ``ksched run`` serves no ``/metrics`` yet (:mod:`ksched.bench.kschedproc`).
+
+``--against bare-binder`` runs the bare binder (:mod:`ksched.bench.barebinder`) the same
+way: a client that only POSTs the measured pods' bindings round-robin over the nodes, as
+fast as the apiserver takes them. Its throughput is the end-to-end limit on the machine;
+the report gives ksched's as a fraction of it.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ import yaml
 
 from ksched.bench import procstat
 from ksched.bench.placement import summarize
-from ksched.bench.report import KSCHED, UPSTREAM, RunResult
+from ksched.bench.report import BARE_BINDER, KSCHED, UPSTREAM, RunResult
 from ksched.bench.workload import (
     BENCH_LABEL,
     EXISTING_PARAM,
@@ -185,6 +190,27 @@ class BenchAPI:
         with contextlib.suppress(NotFound):
             await self.call("DELETE", path, body, params=params, timeout=600)
 
+    async def empty_claims(self, ns: str) -> None:
+        """Delete every ResourceClaim of ``ns``: the schedulers put their finalizer on
+        the claims they allocate and no controller runs here to take it off, so drop
+        it first."""
+        path = f"{DRA}/namespaces/{quote(ns, safe='')}/resourceclaims"
+        claims, _ = await self.list(path)
+
+        async def unfinalize(c: Obj) -> None:
+            if c["metadata"].get("finalizers"):
+                name = quote(c["metadata"]["name"], safe="")
+                with contextlib.suppress(NotFound):
+                    await self.call(
+                        "PATCH",
+                        f"{path}/{name}",
+                        {"metadata": {"finalizers": None}},
+                        content_type=MERGE_PATCH,
+                    )
+
+        await self.gather(unfinalize(c) for c in claims)
+        await self.empty(path)
+
     async def empty(
         self, path: str, params: dict[str, str] | None = None, timeout: float = 600
     ) -> None:
@@ -197,6 +223,10 @@ class BenchAPI:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{path} still not empty after {timeout:.0f}s")
             await asyncio.sleep(0.5)
+
+
+#: The resource.k8s.io API the DRA objects of a workload live in.
+DRA = "/apis/resource.k8s.io/v1"
 
 
 def pods_path(ns: str) -> str:
@@ -317,6 +347,71 @@ class KschedProcess:
 
     def last_stats(self) -> dict[str, Any]:
         return self._read_stats()
+
+
+class BareBinderProcess:
+    """The bare binder (:mod:`ksched.bench.barebinder`) in a subprocess: binds the
+    measured namespace's pending pods round-robin over the workload's nodes, as fast as
+    the apiserver takes them. It serves no metrics (no attempt latencies)."""
+
+    name = BARE_BINDER
+
+    def __init__(self, workdir: Path, kubeconfig: str, namespace: str, run_id: int) -> None:
+        self.ready_path = workdir / f"bare-binder-{run_id}.ready"
+        self.log_path = workdir / f"bare-binder-{run_id}.log"
+        self.ready_path.unlink(missing_ok=True)
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ksched.bench.barebinder",
+                f"--kubeconfig={kubeconfig}",
+                f"--namespace={namespace}",
+                f"--node-selector={BENCH_LABEL}",
+                f"--ready-file={self.ready_path}",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    async def wait_ready(self, nodes: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.ready_path.exists():
+            if not self.alive():
+                tail = self.log_path.read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"the bare binder exited ({self.proc.returncode}):\n{tail}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the bare binder not ready after {timeout:.0f}s")
+            await asyncio.sleep(0.05)
+
+    async def scrape(self) -> str:
+        return ""
+
+    async def stop(self) -> None:
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.to_thread(self.proc.wait, 30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                await asyncio.to_thread(self.proc.wait, 10)
+        self._log.close()
+
+    def extra(self) -> dict[str, Any]:
+        return {}
+
+    def last_stats(self) -> dict[str, Any]:
+        return {}
 
 
 class UpstreamProcess:
@@ -482,6 +577,10 @@ class Bench:
         await self.api.empty("/api/v1/nodes", {"labelSelector": BENCH_LABEL})
         await self.api.empty("/apis/storage.k8s.io/v1/csinodes", {"labelSelector": BENCH_LABEL})
         await self.api.empty("/api/v1/persistentvolumes", {"labelSelector": BENCH_LABEL})
+        for ns in spec.namespaces():
+            await self.api.empty_claims(ns)
+        for kind in ("resourceslices", "deviceclasses"):
+            await self.api.empty(f"{DRA}/{kind}", {"labelSelector": BENCH_LABEL})
         for name, value in spec.priority_classes.items():
             await self.api.create(
                 "/apis/scheduling.k8s.io/v1/priorityclasses",
@@ -507,6 +606,9 @@ class Bench:
         await self.api.gather(
             self.api.create("/apis/storage.k8s.io/v1/csinodes", c, exist_ok=True)
             for c in spec.csinode_objects()
+        )
+        await self.api.gather(
+            self.api.create(f"{DRA}/{kind}", obj, exist_ok=True) for kind, obj in spec.dra_objects()
         )
         # Pre-bound claims and volumes of every pod (kept across runs: no scheduler
         # changes a bound claim).
@@ -551,12 +653,17 @@ class Bench:
                 )
             elif isinstance(op, CreatePods) and not op.bound:
                 await self.api.empty(pods_path(op.namespace))
+                # The claims DynamicResources created for the pods' extended resources.
+                await self.api.empty_claims(op.namespace)
         await self.api.empty("/api/v1/nodes", {"labelSelector": CHURN_LABEL})
 
     # ---- one run --------------------------------------------------------------------
 
-    def _start(self, which: str) -> UnderTest:
+    def _start(self, which: str, spec: WorkloadSpec) -> UnderTest:
         self._runs += 1
+        if which == BARE_BINDER:
+            namespace = spec.measured().namespace
+            return BareBinderProcess(self.workdir, str(self.cp.kubeconfig), namespace, self._runs)
         if which == KSCHED:
             cfg = scheduler_config(
                 str(self.cp.kubeconfig), qps=self.opts.qps, burst=self.opts.burst
@@ -631,12 +738,20 @@ class Bench:
         return out
 
     async def run(self, spec: WorkloadSpec, which: str) -> RunResult:
-        """Run ``spec``'s measured op with scheduler ``which`` (ksched / kube-scheduler)."""
+        """Run ``spec``'s measured op with scheduler ``which`` (ksched, kube-scheduler or
+        the bare binder)."""
         await self.prepare(spec)
         await self._cleanup_run(spec)
         await self._ensure_init_pods(spec)
         measured = spec.measured()
         backlog = self.opts.mode == "backlog"
+        if which == BARE_BINDER and any(
+            isinstance(o, CreatePods) and not o.bound and not o.collect_metrics for o in spec.ops()
+        ):
+            raise ValueError(
+                f"{spec.label}: the bare binder binds only the measured pods; this workload "
+                "has init pods to schedule"
+            )
         result = RunResult(
             scheduler=which,
             target="apiserver" if not backlog else "apiserver-backlog",
@@ -660,7 +775,7 @@ class Bench:
             )
             await watcher.start()
         self.on_progress(f"{spec.label} [{which}]: starting")
-        under = self._start(which)
+        under = self._start(which, spec)
         churns: list[asyncio.Task[None]] = []
         before = ""
         try:

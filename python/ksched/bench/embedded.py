@@ -131,6 +131,8 @@ async def run_embedded(
         cluster.create("nodes", n)
     for c in spec.csinode_objects():
         cluster.create("csinodes", c)
+    for kind, obj in spec.dra_objects():
+        cluster.create(kind, obj)  # type: ignore[arg-type]
     # Every pod's pre-bound claim and volume, before any pod (and before the clock).
     for op in ops:
         if isinstance(op, CreatePods):

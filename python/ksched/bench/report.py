@@ -29,6 +29,8 @@ from ksched.bench.placement import Placement, compare
 
 KSCHED = "ksched"
 UPSTREAM = "kube-scheduler"
+#: The bare binder (:mod:`ksched.bench.barebinder`): the end-to-end limit.
+BARE_BINDER = "bare-binder"
 
 
 @dataclass(slots=True)
@@ -150,6 +152,11 @@ class Comparison:
             out[key] = k / u if u and not math.isnan(u) and not math.isnan(k) else math.nan
         return out
 
+    def fraction_of_bare_binder(self) -> float:
+        """ksched's throughput as a fraction of the bare binder's (NaN unless both ran)."""
+        k, b = self.median(KSCHED, "pods_per_second"), self.median(BARE_BINDER, "pods_per_second")
+        return k / b if b and not math.isnan(b) and not math.isnan(k) else math.nan
+
     def quality(self) -> dict[str, Any] | None:
         k, u = self.representative(KSCHED), self.representative(UPSTREAM)
         if k is None or u is None or k.placement is None or u.placement is None:
@@ -181,6 +188,7 @@ class Comparison:
                 "target": self.target,
                 "medians": medians,
                 "ratio_ksched_over_upstream": self.ratios(),
+                "ksched_fraction_of_bare_binder": self.fraction_of_bare_binder(),
                 "placement_check": self.quality(),
                 "runs": {
                     s: [r.as_dict(with_times=with_times) for r in rs] for s, rs in self.runs.items()
@@ -234,6 +242,9 @@ def table(comparisons: Sequence[Comparison]) -> str:
                 f"{_f(r['attempt_p99'], '.2f') + 'x':>8} {_f(r['peak_rss'], '.2f') + 'x':>8} "
                 f"{_f(r['cpu_seconds_measured'], '.2f') + 'x':>7}"
             )
+        fraction = c.fraction_of_bare_binder()
+        if not math.isnan(fraction):
+            lines.append(f"{'  ksched/bare':<18} {'':>11} {fraction:>8.0%} of the bare binder")
         for sched in c.runs:
             for note in sorted({n for run in c.runs[sched] for n in run.notes}):
                 lines.append(f"    note ({sched}): {note}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -76,6 +77,27 @@ class CreatePods:
 
 
 @dataclass(frozen=True, slots=True)
+class CreateResourceDriver:
+    """``createResourceDriver``: a ResourceSlice of ``devices`` devices for every node
+    whose name starts with ``node_prefix`` (upstream ``resourceSlice()``: A100 model,
+    GPU family, driverVersion 1.2.3, a per-device ``dra.example.com/numa``, 1Gi memory;
+    the slice and its pool named after the node)."""
+
+    driver: str
+    node_prefix: str
+    devices: int
+
+
+@dataclass(frozen=True, slots=True)
+class CreateAny:
+    """``createAny``: ``count`` objects of a cluster-scoped template (a DeviceClass),
+    with ``{{.Index}}`` filled in."""
+
+    template: Obj
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
 class Churn:
     mode: str  # "create" | "recreate"
     interval: float  # seconds
@@ -84,7 +106,7 @@ class Churn:
     number: int = 1
 
 
-Op = CreateNodes | CreatePods | Churn
+Op = CreateNodes | CreatePods | Churn | CreateResourceDriver | CreateAny
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +122,8 @@ class WorkloadSpec:
     templates: Mapping[str, Obj]
     priority_classes: Mapping[str, int] = field(default_factory=dict)
     path: str = ""
+    #: Params that are not counts of objects (``fixedParams``): never scaled.
+    fixed: frozenset[str] = frozenset()
 
     # ---- scaling ------------------------------------------------------------------
 
@@ -113,7 +137,10 @@ class WorkloadSpec:
     ) -> WorkloadSpec:
         """Every count param times ``scale`` (at least 1 when it was positive), then the
         explicit overrides."""
-        params = {k: (max(1, round(v * scale)) if v > 0 else 0) for k, v in self.params.items()}
+        params = {
+            k: v if k in self.fixed else (max(1, round(v * scale)) if v > 0 else 0)
+            for k, v in self.params.items()
+        }
         for key, value in (
             (NODES_PARAM, nodes),
             (EXISTING_PARAM, existing_pods),
@@ -211,6 +238,28 @@ class WorkloadSpec:
                         number=int(op.get("number", 1)),
                     )
                 )
+            elif code == "createResourceDriver":
+                nodes = str(op.get("nodes", "*"))
+                ref = op.get("maxClaimsPerNodeParam")
+                devices = (
+                    int(self.params[str(ref)[1:]])
+                    if isinstance(ref, str) and ref[1:] in self.params
+                    else int(op.get("maxClaimsPerNode", 1))
+                )
+                out.append(
+                    CreateResourceDriver(
+                        driver=str(op.get("driverName", "")),
+                        node_prefix=nodes.rstrip("*"),
+                        devices=devices,
+                    )
+                )
+            elif code == "createAny":
+                out.append(
+                    CreateAny(
+                        template=self._template(op.get("template"), i, "template"),
+                        count=self._count(op, i) if ("count" in op or "countParam" in op) else 1,
+                    )
+                )
             else:
                 raise WorkloadError(f"{self.path or self.key}: ops[{i}].opcode {code!r} unknown")
         measured = [o for o in out if isinstance(o, CreatePods) and o.collect_metrics]
@@ -287,6 +336,48 @@ class WorkloadSpec:
             )
         return out
 
+    def dra_objects(self) -> list[tuple[str, Obj]]:
+        """``(kind, object)`` of the DRA objects: the DeviceClasses (``createAny``) and
+        the ResourceSlices of the ``createResourceDriver`` ops, in creation order."""
+        out: list[tuple[str, Obj]] = []
+        node_names = [n["metadata"]["name"] for n in self.node_objects()]
+        for op in self.ops():
+            if isinstance(op, CreateAny):
+                for i in range(op.count):
+                    obj = fill_index(copy.deepcopy(op.template), i)
+                    obj.setdefault("metadata", {}).setdefault("labels", {})[BENCH_LABEL] = self.key
+                    out.append(("deviceclasses", obj))
+            elif isinstance(op, CreateResourceDriver):
+                for name in node_names:
+                    if name.startswith(op.node_prefix):
+                        out.append(("resourceslices", self._resource_slice(op, name)))
+        return out
+
+    def _resource_slice(self, op: CreateResourceDriver, node: str) -> Obj:
+        return {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": node, "labels": {BENCH_LABEL: self.key}},
+            "spec": {
+                "driver": op.driver,
+                "nodeName": node,
+                "pool": {"name": node, "resourceSliceCount": 1, "generation": 0},
+                "devices": [
+                    {
+                        "name": f"instance-{i}",
+                        "attributes": {
+                            "model": {"string": "A100"},
+                            "family": {"string": "GPU"},
+                            "driverVersion": {"version": "1.2.3"},
+                            "dra.example.com/numa": {"int": i},
+                        },
+                        "capacity": {"memory": {"value": "1Gi"}},
+                    }
+                    for i in range(op.devices)
+                ],
+            },
+        }
+
     def pod_objects(self, op: CreatePods, node_names: list[str]) -> Iterator[Obj]:
         """The pods of one createPods op (bound ones round-robin over ``node_names``); a
         pod of an op with volume templates mounts its claim ``pvc-<i>``."""
@@ -348,7 +439,7 @@ def instantiate(
     suffix: str = "",
 ) -> Obj:
     """A copy of ``template`` named ``<generateName><index><suffix>``."""
-    obj = copy.deepcopy(template)
+    obj: Obj = fill_index(copy.deepcopy(template), index)
     meta = obj.setdefault("metadata", {})
     prefix = meta.pop("generateName", None) or f"{str(obj.get('kind', 'obj')).lower()}-"
     meta["name"] = f"{prefix}{index}{suffix}"
@@ -364,6 +455,28 @@ def instantiate(
         meta["namespace"] = namespace
     if node_name is not None:
         obj.setdefault("spec", {})["nodeName"] = node_name
+    return obj
+
+
+_MOD = re.compile(r"\{\{Mod \.Index (\d+)\}\}")
+
+
+def _fill(text: str, index: int) -> str:
+    if "{{" not in text:
+        return text
+    text = text.replace("{{.Index}}", str(index))
+    return _MOD.sub(lambda m: str(index % int(m.group(1))), text)
+
+
+def fill_index(obj: Any, index: int) -> Any:
+    """scheduler_perf's template functions in keys and values: ``{{.Index}}`` and
+    ``{{Mod .Index N}}``."""
+    if isinstance(obj, dict):
+        return {_fill(str(k), index): fill_index(v, index) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [fill_index(v, index) for v in obj]
+    if isinstance(obj, str):
+        return _fill(obj, index)
     return obj
 
 
@@ -422,6 +535,7 @@ def load_workload(path: Path, templates: Mapping[str, Obj] | None = None) -> Wor
         templates=templates if templates is not None else load_templates(path.parent),
         priority_classes={str(k): int(v) for k, v in (doc.get("priorityClasses") or {}).items()},
         path=str(path),
+        fixed=frozenset(str(p) for p in doc.get("fixedParams") or ()),
     )
     spec.ops()  # validate now, not in the middle of a run
     return spec

@@ -282,6 +282,18 @@ class KubeClusterAPI:
     async def get_object(self, *, kind: Kind, namespace: str, name: str) -> dict[str, Any]:
         return await self._object_json("GET", object_path(kind, namespace, name))
 
+    async def create_object(self, *, kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj.get("metadata") or {}
+        prefix, namespaced = KIND_PATHS[kind]
+        path = prefix
+        if namespaced:
+            path += f"/namespaces/{quote(str(meta.get('namespace') or ''), safe='')}"
+        path += f"/{resource_of(kind)}"
+        return await self._object_json("POST", path, body=obj)
+
+    async def delete_object(self, *, kind: Kind, namespace: str, name: str) -> None:
+        await self.rest.request("DELETE", object_path(kind, namespace, name))
+
     async def update_object(
         self, *, kind: Kind, obj: dict[str, Any], subresource: str = ""
     ) -> dict[str, Any]:

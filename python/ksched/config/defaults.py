@@ -83,6 +83,7 @@ class FeatureGates:
     dra_scheduler_filter_timeout: bool = True  # beta, on since 1.34
     dra_device_binding_conditions: bool = True  # beta, on since 1.36
     dra_resource_claim_device_status: bool = True  # beta, on since 1.33
+    dra_extended_resource: bool = True  # beta, on since 1.36
     storage_capacity_scoring: bool = False  # alpha since 1.33 (beta only in 1.37)
     node_declared_features: bool = True  # beta, on since 1.36
     generic_workload: bool = False  # alpha since 1.35
@@ -104,6 +105,7 @@ GATE_FIELDS: Final[Mapping[str, str]] = {
     "DRASchedulerFilterTimeout": "dra_scheduler_filter_timeout",
     "DRADeviceBindingConditions": "dra_device_binding_conditions",
     "DRAResourceClaimDeviceStatus": "dra_resource_claim_device_status",
+    "DRAExtendedResource": "dra_extended_resource",
     "StorageCapacityScoring": "storage_capacity_scoring",
     "NodeDeclaredFeatures": "node_declared_features",
     "GenericWorkload": "generic_workload",

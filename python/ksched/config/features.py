@@ -78,8 +78,10 @@ ACTED_ON: Final[dict[str, str]] = {
     "DRASchedulerFilterTimeout": "DynamicResourcesArgs.filterTimeout validation",
     "DRADeviceBindingConditions": "DynamicResourcesArgs.bindingTimeout validation",
     "DRAResourceClaimDeviceStatus": "DynamicResourcesArgs.bindingTimeout validation",
+    "DRAExtendedResource": "extended resources backed by DRA (NodeResourcesFit, DynamicResources)",
     "StorageCapacityScoring": "VolumeBinding's capacity score (VolumeBindingArgs.shape)",
-    "NodeDeclaredFeatures": "the default plugin set (NodeDeclaredFeatures)",
+    "NodeDeclaredFeatures": "the NodeDeclaredFeatures plugin (default plugin set, Filter, "
+    "events) and UpdateNodeDeclaredFeature node events",
     "GenericWorkload": "the Workload/PodGroup API, pod group states and the group cycle",
     "GangScheduling": "the GangScheduling plugin in the default plugin set",
     "TopologyAwareWorkloadScheduling": "the placement plugins (topology-aware pod groups)",

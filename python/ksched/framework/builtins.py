@@ -91,9 +91,11 @@ def kernel_plugin_halves(
     plugin_args: Mapping[str, Mapping[str, Any] | None] | None = None,
 ) -> list[Any]:
     """Fresh Python halves of the built-in plugins whose Filter/Score run in Rust but
-    whose PreFilter reads API objects (the volume plugins), for the plugins in
+    whose PreFilter reads API objects (the volume plugins) or whose hints read them
+    (NodeResourcesFit: the DRA extended resource mapping), for the plugins in
     ``filters`` (None: all of them); VolumeBinding reads ``VolumeBindingArgs`` from
     ``plugin_args``."""
+    from ksched.plugins.node_resources_fit import NodeResourcesFit
     from ksched.plugins.node_volume_limits import NodeVolumeLimits
     from ksched.plugins.volume_binding import NAME as VOLUME_BINDING
     from ksched.plugins.volume_binding import VolumeBinding
@@ -101,6 +103,7 @@ def kernel_plugin_halves(
     from ksched.plugins.volume_zone import VolumeZone
 
     halves: list[Any] = [
+        NodeResourcesFit(),
         VolumeRestrictions(),
         NodeVolumeLimits(),
         VolumeBinding.from_args((plugin_args or {}).get(VOLUME_BINDING)),

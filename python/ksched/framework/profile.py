@@ -3,6 +3,8 @@
 The built-in Filter and Score plugins that have Rust kernels run as one call into
 :class:`ksched._core.Profile`; the profile keeps their order (Filter order decides which
 reason a node reports, as upstream stops at the first failing filter) and their weights.
+DynamicResources' Filter runs in the same node loop, at its place in that order
+(``dynamic_resources_at``).
 """
 
 from __future__ import annotations
@@ -32,9 +34,13 @@ DEFAULT_FILTERS: tuple[str, ...] = tuple(
         "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
+        # DynamicResources' Filter comes here (``DEFAULT_DYNAMIC_RESOURCES_AT``).
+        "NodeDeclaredFeatures",
     )
     if p in _core.FILTER_PLUGINS
 )
+#: How many of the default filters come before DynamicResources' Filter.
+DEFAULT_DYNAMIC_RESOURCES_AT: int = sum(1 for p in DEFAULT_FILTERS if p != "NodeDeclaredFeatures")
 DEFAULT_SCORES: tuple[tuple[str, int], ...] = tuple(
     (p, w)
     for p, w in (
@@ -68,6 +74,9 @@ class Profile:
     #: profile's placementGenerate plugins and its placementScore plugins with weights.
     placement_generate: tuple[str, ...] = ()
     placement_score: tuple[tuple[str, int], ...] = ()
+    #: How many of ``filters`` come before DynamicResources' Filter in the profile's
+    #: Filter order (None: all of them).
+    dynamic_resources_at: int | None = None
     kernels: _core.Profile = field(init=False)
 
     def __post_init__(self) -> None:
@@ -76,6 +85,7 @@ class Profile:
             list(self.scores),
             {k: dict(v) for k, v in self.plugin_args.items()},
             self.percentage_of_nodes_to_score,
+            self.dynamic_resources_at,
         )
 
 
@@ -87,11 +97,15 @@ def default_profile(
     filters: Sequence[str] = DEFAULT_FILTERS,
     scores: Sequence[tuple[str, int]] = DEFAULT_SCORES,
 ) -> Profile:
-    """The v1.36 default profile (as far as this build has kernels)."""
+    """The v1.36 default profile (as far as this build has kernels). With other
+    ``filters``, DynamicResources' Filter runs before NodeDeclaredFeatures, or last."""
+    filters = tuple(filters)
+    dra_at = filters.index("NodeDeclaredFeatures") if "NodeDeclaredFeatures" in filters else None
     return Profile(
         scheduler_name,
-        tuple(filters),
+        filters,
         tuple(scores),
         plugin_args or {},
         percentage_of_nodes_to_score,
+        dynamic_resources_at=dra_at,
     )

@@ -401,9 +401,17 @@ class Framework:
         """``(plugin, registration)`` for the queue: built-in (Rust) filters from the
         event table, Python plugins from their ``events_to_register``."""
         out: list[tuple[str, ClusterEventWithHint]] = []
-        for name in self.profile.filters:
-            out.extend((name, reg) for reg in events_for(name))
         kernels = set(self.profile.filters)
+        # A kernel plugin's Python half may hold hints that read the scheduler's state.
+        halves = {
+            p.name: p
+            for p in self.plugins
+            if p.name in kernels and callable(getattr(p, "events_to_register", None))
+        }
+        for name in self.profile.filters:
+            half = halves.get(name)
+            regs = half.events_to_register() if half is not None else events_for(name)
+            out.extend((name, reg) for reg in regs)
         seen: set[int] = set()
         for point in _REJECTING_POINTS:
             for p in getattr(self.points, point):
@@ -442,11 +450,18 @@ class Framework:
         """Whether a Kernel PreFilter plugin has work for ``pod``."""
         return any(applies_to_pod(p, pod) for p in self.points.kernel_pre_filter)
 
+    def needs_pre_bind(self, pod: Pod) -> bool:
+        """Whether a PreBind plugin may have work for ``pod`` (its binding cycle may then
+        wait on the API for a while, e.g. for its volumes)."""
+        return any(applies_to_pod(p, pod) for p in self.points.pre_bind)
+
     def needs_reserve_or_permit(self, pod: Pod) -> bool:
         """Whether a Reserve or Permit plugin has work for ``pod``."""
         if self._always_reserve:
             return True
-        return any(applies_to_pod(p, pod) for p in (*self.points.reserve, *self.points.permit))
+        return any(applies_to_pod(p, pod) for p in self.points.reserve) or any(
+            applies_to_pod(p, pod) for p in self.points.permit
+        )
 
     def run_kernel_pre_filter(
         self, state: CycleState, pod: Pod, compiled: CompiledPod

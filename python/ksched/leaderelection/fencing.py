@@ -232,6 +232,17 @@ class FencedClusterAPI:
         self.gate.admit("delete", "pods", f"{namespace}/{name}")
         await self.inner.delete_pod(namespace=namespace, name=name, uid=uid)
 
+    async def create_object(self, *, kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj.get("metadata") or {}
+        name = meta.get("name") or meta.get("generateName")
+        target = "/".join(str(p) for p in (meta.get("namespace"), name) if p)
+        self.gate.admit("create", kind, target)
+        return await self.inner.create_object(kind=kind, obj=obj)
+
+    async def delete_object(self, *, kind: Kind, namespace: str, name: str) -> None:
+        self.gate.admit("delete", kind, f"{namespace}/{name}" if namespace else name)
+        await self.inner.delete_object(kind=kind, namespace=namespace, name=name)
+
     async def update_object(
         self, *, kind: Kind, obj: dict[str, Any], subresource: str = ""
     ) -> dict[str, Any]:

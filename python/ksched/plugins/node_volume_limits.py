@@ -28,6 +28,7 @@ from ksched._core import NodeVolumeLimitsRequest
 from ksched.api import csi_translation
 from ksched.api.pod import Pod
 from ksched.api.volume import (
+    has_volumes,
     not_found,
     pod_volumes,
     pvc_claim,
@@ -133,6 +134,8 @@ class NodeVolumeLimits:
         self._columns = handle.shared(KEY, lambda: StorageColumns(handle.snapshot, handle.informer))
 
     def applies_to(self, pod: Pod) -> bool:
+        if not has_volumes(pod):
+            return False
         return any(_counts(pod, v) for v in pod_volumes(pod))
 
     def kernel_pre_filter(self, state: CycleState, pod: Pod) -> NodeVolumeLimitsRequest:

@@ -21,6 +21,7 @@ from ksched.api.volume import (
     access_modes,
     disks_conflict,
     has_disk,
+    has_volumes,
     not_found,
     pod_disks,
     pod_volumes,
@@ -103,6 +104,8 @@ class VolumeRestrictions:
         self._claims = handle.informer("persistentvolumeclaims")
 
     def applies_to(self, pod: Pod) -> bool:
+        if not has_volumes(pod):
+            return False
         return any(pvc_claim(v) is not None or has_disk(v) for v in pod_volumes(pod))
 
     def kernel_pre_filter(self, state: CycleState, pod: Pod) -> VolumeRestrictionsRequest:

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from ksched._core import VolumeZoneRequest
 from ksched.api.pod import Pod
-from ksched.api.volume import claim_class, not_found, pod_volumes, pvc_claim
+from ksched.api.volume import claim_class, has_volumes, not_found, pod_volumes, pvc_claim
 from ksched.backend.queue.cluster_event import (
     NODE,
     ActionType,
@@ -116,6 +116,8 @@ class VolumeZone:
         self._classes = handle.informer("storageclasses")
 
     def applies_to(self, pod: Pod) -> bool:
+        if not has_volumes(pod):
+            return False
         return any(pvc_claim(v) is not None for v in pod_volumes(pod))
 
     def kernel_pre_filter(self, state: CycleState, pod: Pod) -> VolumeZoneRequest | None:

@@ -13,12 +13,18 @@ version counter, and an update with a stale ``resourceVersion`` is a :class:`Con
 as on a real API server, so leader election runs here unchanged. Token and access
 reviews answer from :attr:`InMemoryCluster.tokens` and :attr:`InMemoryCluster.authorize`.
 
-Any kind can be read, replaced and patched (:meth:`InMemoryCluster.get_object`,
-:meth:`~InMemoryCluster.update_object`, :meth:`~InMemoryCluster.patch_object`) with the
+Any kind can be read, created (with ``generateName``), deleted, replaced and patched
+(:meth:`InMemoryCluster.get_object`, :meth:`~InMemoryCluster.create_object`,
+:meth:`~InMemoryCluster.delete_object`, :meth:`~InMemoryCluster.update_object`,
+:meth:`~InMemoryCluster.patch_object`) with the
 API's rules: a stale ``resourceVersion`` is a :class:`Conflict`, a replace of a kind with
 a status subresource keeps the stored status (and ``subresource="status"`` replaces only
 the status). JSON merge patches and JSON patches are applied; strategic merge patches of
 arbitrary kinds are refused (415), since their list semantics live in Go struct tags.
+
+``history`` bounds the changes kept for watches to replay and ``max_events`` the Events
+kept (:attr:`InMemoryCluster.events`; every one is counted in ``event_counts``): a long
+simulation keeps a bounded window of both.
 
 Bindings can be slowed down (``bind_delay``), held (``bind_gate``) or made to fail
 (``fail_bind``) so tests can exercise those paths.
@@ -29,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
+import random
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any, get_args
@@ -158,12 +165,15 @@ class InMemoryCluster:
         bind_gate: asyncio.Event | None = None,
         fail_bind: Callable[[str, str, str], Exception | None] | None = None,
         max_events: int = 100_000,
+        history: int = _HISTORY,
     ) -> None:
         self._rv = 0
         self._objects: dict[Kind, dict[str, Obj]] = {k: {} for k in get_args(Kind)}
-        self._history: deque[tuple[int, Kind, WatchEvent]] = deque(maxlen=_HISTORY)
+        self._history: deque[tuple[int, Kind, WatchEvent]] = deque(maxlen=history)
         self._watchers: list[_Watcher] = []
         self._uids = itertools.count(1)
+        #: Generated names (``generateName``), seeded so that runs repeat.
+        self._names_rng = random.Random(0)
         self.bind_delay = bind_delay
         #: When set, every binding waits until the event is set (a stalled API server).
         self.bind_gate = bind_gate
@@ -341,6 +351,28 @@ class InMemoryCluster:
 
     async def get_object(self, *, kind: Kind, namespace: str, name: str) -> Obj:
         return self._stored(kind, namespace, name)
+
+    async def create_object(self, *, kind: Kind, obj: Obj) -> Obj:
+        meta = dict(obj.get("metadata") or {})
+        if not meta.get("name"):
+            prefix = str(meta.get("generateName") or "")
+            if not prefix:
+                raise APIError(422, "Invalid", "metadata.name: Required value")
+            # The API server appends 5 random characters from this alphabet.
+            alphabet = "bcdfghjklmnpqrstvwxz2456789"
+            meta["name"] = prefix + "".join(self._names_rng.choice(alphabet) for _ in range(5))
+        new = {**obj, "metadata": meta}
+        if kind in _STATUS_SUBRESOURCE:
+            new.pop("status", None)
+        try:
+            return self.create(kind, new)
+        except Conflict as exc:
+            exc.reason = "AlreadyExists"
+            raise
+
+    async def delete_object(self, *, kind: Kind, namespace: str, name: str) -> None:
+        key = f"{namespace}/{name}" if namespace else name
+        self.delete(kind, key)
 
     async def update_object(self, *, kind: Kind, obj: Obj, subresource: str = "") -> Obj:
         meta = obj.get("metadata") or {}

@@ -9,7 +9,7 @@ pods to create, and how to shape each.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +29,10 @@ def make_node(
     labels: dict[str, str] | None = None,
     taints: list[Obj] | None = None,
     unschedulable: bool = False,
+    declared_features: Sequence[str] | None = None,
 ) -> Obj:
-    """A Node as the API server would return it."""
+    """A Node as the API server would return it; ``declared_features`` becomes its
+    ``status.declaredFeatures`` (sorted, as kube-apiserver requires)."""
     spec: Obj = {}
     if taints:
         spec["taints"] = taints
@@ -49,6 +51,11 @@ def make_node(
             "capacity": capacity,
             "allocatable": dict(capacity),
             "conditions": [{"type": "Ready", "status": "True"}],
+            **(
+                {"declaredFeatures": sorted(declared_features)}
+                if declared_features is not None
+                else {}
+            ),
         },
     }
 

@@ -42,6 +42,8 @@ class Round:
     peak_rss_mib: float
     #: Pods left unschedulable (0 when every pod was placed).
     unschedulable: int = 0
+    #: The scheduler process's CPU time (user + system) over the round.
+    cpu_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
 
@@ -68,6 +70,11 @@ class BenchmarkResult:
         return max(r.peak_rss_mib for r in self.rounds)
 
     @property
+    def cpu_us_per_pod(self) -> float:
+        """Median over the rounds of the process's CPU time per pod placed."""
+        return statistics.median(r.cpu_seconds / max(r.placed, 1) * 1e6 for r in self.rounds)
+
+    @property
     def placed(self) -> int:
         return min(r.placed for r in self.rounds)
 
@@ -88,6 +95,7 @@ class BenchmarkResult:
             "attempt_p50_us": self.attempt_p50_us,
             "attempt_p99_us": self.attempt_p99_us,
             "peak_rss_mib": self.peak_rss_mib,
+            "cpu_us_per_pod": self.cpu_us_per_pod,
             "placed": self.placed,
             "unschedulable": self.unschedulable,
         }
@@ -150,6 +158,7 @@ def run_workload(
             attempt_p99_us=report.attempt_p99_us,
             peak_rss_mib=report.peak_rss_mib,
             unschedulable=report.pending,
+            cpu_seconds=report.cpu_seconds,
         )
     from ksched.bench import embedded
     from ksched.bench import workload as files
@@ -170,5 +179,6 @@ def run_workload(
         attempt_p99_us=result.cycle_p99_us,
         peak_rss_mib=result.peak_rss_mib,
         unschedulable=result.pods - result.bound,
+        cpu_seconds=result.cpu_seconds,
         notes=list(result.notes),
     )

@@ -566,6 +566,120 @@ impl Allocator {
         &self.claims
     }
 
+    /// NodeResourcesFit's and BalancedAllocation's view of an extended resource backed
+    /// by DRA on a node whose allocatable has none of it (upstream
+    /// `calculateDRAResourceTotals`): how many devices of the node the class selects,
+    /// and how many of those are allocated (dedicated or shared, allocations in flight
+    /// included). Err when the class is gone or a selector or node selector fails,
+    /// which upstream logs and scores as 0.
+    pub fn extended_totals(
+        &self,
+        class_name: &str,
+        node: &NodeInput<'_>,
+    ) -> Result<(i64, i64), String> {
+        let class = self
+            .classes
+            .get(class_name)
+            .ok_or_else(|| format!("device class {class_name} not found"))?;
+        let (mut capacity, mut allocated) = (0i64, 0i64);
+        let slices = self
+            .slices
+            .on_node
+            .get(node.name)
+            .into_iter()
+            .flatten()
+            .chain(self.slices.shared.iter());
+        for slice in slices {
+            let spec = &slice.spec;
+            let slice_node = spec.node_name.as_deref().unwrap_or("");
+            let all_nodes = spec.all_nodes.unwrap_or(false);
+            let mut devices: Vec<(usize, &Device)> = Vec::new();
+            if spec.per_device_node_selection.unwrap_or(false) {
+                for (i, d) in spec.devices.iter().enumerate() {
+                    let d_node = d.node_name.as_deref().unwrap_or("");
+                    let d_all = d.all_nodes.unwrap_or(false);
+                    if d_all || (!d_node.is_empty() && d_node == node.name) {
+                        devices.push((i, d));
+                    } else if let Some(sel) = &d.node_selector {
+                        if node_matches(node, Some(d_node), d_all, Some(sel))? {
+                            devices.push((i, d));
+                        }
+                    }
+                }
+            } else {
+                if !all_nodes && slice_node != node.name && spec.node_selector.is_some() {
+                    if !node_matches(
+                        node,
+                        Some(slice_node),
+                        all_nodes,
+                        spec.node_selector.as_ref(),
+                    )? {
+                        continue;
+                    }
+                } else if !all_nodes && !slice_node.is_empty() && slice_node != node.name {
+                    continue;
+                }
+                devices.extend(spec.devices.iter().enumerate());
+            }
+            for (i, device) in devices {
+                let mut variable = None;
+                if !class.spec.selectors.is_empty()
+                    && !self.class_selects(class, slice, i, device, &mut variable)?
+                {
+                    continue;
+                }
+                capacity += 1;
+                let id = DeviceId {
+                    driver: Arc::from(spec.driver.as_str()),
+                    pool: Arc::from(spec.pool.name.as_str()),
+                    device: Arc::from(device.name.as_str()),
+                };
+                if self.allocated.is_allocated(&id) {
+                    allocated += 1;
+                }
+            }
+        }
+        Ok((capacity, allocated))
+    }
+
+    /// All of the class's CEL selectors accept the device (upstream
+    /// `deviceMatchesClass`), with the verdicts cached as the allocator caches them.
+    fn class_selects(
+        &self,
+        class: &DeviceClass,
+        slice: &ResourceSlice,
+        device_index: usize,
+        device: &Device,
+        variable: &mut Option<cel::common::types::CelMap<'static>>,
+    ) -> Result<bool, String> {
+        for selector in &class.spec.selectors {
+            let Some(expr) = &selector.cel else { continue };
+            let compiled = self.cel.get_or_compile(&expr.expression);
+            if let Some(err) = compiled.error() {
+                return Err(err.to_string());
+            }
+            let verdict = match self.cel.cached(slice.serial, device_index, compiled.id) {
+                Some(v) => v,
+                None => {
+                    if variable.is_none() {
+                        *variable = Some(device_variable(&slice.spec.driver, device)?);
+                    }
+                    let v = variable.as_ref().expect("just set");
+                    let m = compiled.matches(&self.cel.env, v)?;
+                    if slice.serial != 0 {
+                        self.cel
+                            .remember(slice.serial, device_index, compiled.id, m);
+                    }
+                    m
+                }
+            };
+            if !verdict {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// Allocate every claim on `node`: one `AllocationResult` (API JSON) per claim, or
     /// None when they cannot all be allocated there.
     pub fn allocate(

@@ -12,6 +12,7 @@
 pub mod allocator;
 pub mod api;
 pub mod cel;
+pub mod celcheck;
 pub mod nodeselector;
 pub mod quantity;
 
@@ -198,13 +199,23 @@ impl DraDevices {
     /// claims (`allocated`: `(index, status.allocation.nodeSelector JSON or None,
     /// unavailable everywhere)`). `timeout` (seconds, None: none) bounds one node's
     /// allocation (DynamicResourcesArgs.filterTimeout).
-    #[pyo3(signature = (claims, in_flight = Vec::new(), allocated = Vec::new(), timeout = None))]
+    ///
+    /// `extended` describes the pod's claim for extended resources backed by DRA
+    /// (DRAExtendedResource), None when it has none: `(resources, variants, prior,
+    /// no_user_claims)` where `resources` are `(name, backed by a DeviceClass)` of the
+    /// pod's DRA-extended-name requests, `variants[mask]` the claim JSON for the nodes
+    /// where the backed resources of `mask` (bit i: the i-th backed one) must come from
+    /// DRA (empty when that claim is allocated already), `prior` whether the claim
+    /// from an earlier cycle has requests (no node can use it), and `no_user_claims`
+    /// whether the pod names no ResourceClaim of its own.
+    #[pyo3(signature = (claims, in_flight = Vec::new(), allocated = Vec::new(), timeout = None, extended = None))]
     fn allocator(
         &mut self,
         claims: Vec<(String, Vec<u8>)>,
         in_flight: Vec<(String, Vec<u8>)>,
         allocated: Vec<(usize, Option<Vec<u8>>, bool)>,
         timeout: Option<f64>,
+        extended: Option<ExtendedArg>,
     ) -> PyResult<DraAllocator> {
         let mut parsed = Vec::with_capacity(claims.len());
         for (name, obj) in &claims {
@@ -219,9 +230,31 @@ impl DraDevices {
             };
             checks.push((index, selector, unavailable));
         }
-        let allocator = if parsed.is_empty() {
-            None
-        } else {
+        let mut variant_claims = Vec::new();
+        let mut ext = None;
+        let mut ext_classes = HashMap::new();
+        if let Some((resources, variants, prior, no_user_claims, classes)) = extended {
+            ext_classes = classes.into_iter().collect();
+            let backed = resources.iter().filter(|(_, b)| *b).count();
+            if !variants.is_empty() && variants.len() != 1usize << backed.min(16) {
+                return Err(PyValueError::new_err(format!(
+                    "extended resource claim: {} variants for {backed} resources backed by DRA",
+                    variants.len()
+                )));
+            }
+            for (mask, obj) in variants.iter().enumerate() {
+                let claim: ResourceClaim = decode(
+                    "ResourceClaim",
+                    &format!("<extended-resources>#{mask}"),
+                    obj,
+                )?;
+                variant_claims.push(Arc::new(claim));
+            }
+            ext = Some((resources, prior, no_user_claims));
+        }
+        let need = !parsed.is_empty() || !variant_claims.is_empty();
+        let mut build = None;
+        if need {
             let mut extra = AllocatedState::default();
             for (name, alloc) in &in_flight {
                 extra.apply(&claim_devices("ResourceClaim", name, alloc)?, true);
@@ -236,26 +269,47 @@ impl DraDevices {
                     i
                 }
             };
-            Some(Allocator::new(
+            build = Some((Arc::new(extra), index));
+        }
+        let make = |claims: Vec<Arc<ResourceClaim>>| {
+            let (extra, index) = build.as_ref().expect("built when needed");
+            Allocator::new(
                 Allocated {
                     base: self.allocated.clone(),
-                    extra,
+                    extra: (**extra).clone(),
                 },
                 self.classes.clone(),
-                index,
+                index.clone(),
                 self.cel.clone(),
-                parsed,
-            ))
+                claims,
+            )
         };
+        let allocator = (!parsed.is_empty()).then(|| make(parsed.clone()));
+        let extended = ext.map(|(resources, prior, no_user_claims)| ExtendedFilter {
+            resources,
+            variants: variant_claims
+                .iter()
+                .map(|c| {
+                    let mut claims = parsed.clone();
+                    claims.push(c.clone());
+                    make(claims)
+                })
+                .collect(),
+            prior,
+            no_user_claims,
+            classes: ext_classes,
+        });
         Ok(DraAllocator {
             inner: Arc::new(DraFilter {
                 allocator,
+                extended,
                 allocated: checks,
                 timeout: timeout.filter(|t| *t > 0.0).map(Duration::from_secs_f64),
                 results: Mutex::new(HashMap::new()),
                 unavailable: Mutex::new(BTreeSet::new()),
                 reasons: Mutex::new(Vec::new()),
                 error: Mutex::new(None),
+                totals: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -274,19 +328,55 @@ impl DraDevices {
 /// readiness, then an allocation of the pending claims on the node. Runs in the core's
 /// node loop (any thread); what it learns is kept for Python's Score, Reserve and
 /// PostFilter.
+/// What Filter found on one node: an AllocationResult JSON per pending claim, and the
+/// mask of the extended claim's variant used there.
+type NodeResults = (Vec<String>, Option<usize>);
+
+/// `(allocatable, allocated)` devices of a DRA-backed extended resource on a node.
+type Totals = Option<(i64, i64)>;
+
+/// The `extended` argument of [`DraDevices::allocator`].
+type ExtendedArg = (
+    Vec<(String, bool)>,
+    Vec<Vec<u8>>,
+    bool,
+    bool,
+    Vec<(String, String)>,
+);
+
+/// DynamicResources' per-node handling of the pod's claim for extended resources backed
+/// by DRA (upstream `filterExtendedResources`).
+pub struct ExtendedFilter {
+    /// `(name, backed by a DeviceClass)` of the pod's DRA-extended-name requests.
+    resources: Vec<(String, bool)>,
+    /// The allocator of the pod's claims with the node's variant of the extended
+    /// claim, by mask of the backed resources the node must get from DRA; empty when
+    /// that claim is allocated already.
+    variants: Vec<Allocator>,
+    /// The claim from an earlier cycle has requests: no node can use it.
+    prior: bool,
+    no_user_claims: bool,
+    /// Extended resource name → the DeviceClass it maps to (scoring).
+    classes: HashMap<String, String>,
+}
+
 pub struct DraFilter {
     allocator: Option<Allocator>,
+    extended: Option<ExtendedFilter>,
     /// `(claim index, node selector, unavailable everywhere)` of the allocated claims.
     allocated: Vec<(usize, Option<api::NodeSelector>, bool)>,
     timeout: Option<Duration>,
-    /// node -> AllocationResult JSON per pending claim.
-    results: Mutex<HashMap<String, Vec<String>>>,
+    /// node -> AllocationResult JSON per pending claim, and the mask of the extended
+    /// claim's variant used there.
+    results: Mutex<HashMap<String, NodeResults>>,
     /// Allocated claims that were not available on some node (PostFilter).
     unavailable: Mutex<BTreeSet<usize>>,
     /// Reasons of ErrFailedAllocationOnNode rejections (a detail indexes them).
     reasons: Mutex<Vec<String>>,
     /// A claim or class is broken, or allocation timed out: the attempt fails.
     error: Mutex<Option<String>>,
+    /// `(resource, node)` → the DRA totals NodeResourcesFit scores with.
+    totals: Mutex<HashMap<(String, String), Totals>>,
 }
 
 /// Reject details: fixed reasons, an error, or an index into `reasons` from here on.
@@ -305,7 +395,17 @@ impl std::fmt::Debug for DraFilter {
 const DETAIL_CANNOT_ALLOCATE: u64 = 0;
 const DETAIL_NOT_AVAILABLE: u64 = 1;
 const DETAIL_ERROR: u64 = 2;
-const DETAIL_REASONS: u64 = 3;
+const DETAIL_EXTENDED_PRIOR: u64 = 3;
+const DETAIL_EXTENDED_CANNOT_FIT: u64 = 4;
+const DETAIL_REASONS: u64 = 5;
+
+/// What the Filter reads of a node besides its name: labels (node selectors) and
+/// allocatable amounts (extended resources).
+pub trait NodeFacts: NodeLabels {
+    /// The node's allocatable amount of `name`, None when it does not list it.
+    fn allocatable(&self, name: &str) -> Option<i64>;
+    fn as_labels(&self) -> &dyn NodeLabels;
+}
 
 struct SlotLabels<'a> {
     snap: &'a Snapshot,
@@ -317,6 +417,36 @@ impl NodeLabels for SlotLabels<'_> {
         let k = self.snap.interner.get(key)?;
         let v = self.snap.label(self.slot, k);
         (v != 0).then(|| self.snap.interner.resolve(v))
+    }
+}
+
+impl NodeFacts for SlotLabels<'_> {
+    fn allocatable(&self, name: &str) -> Option<i64> {
+        self.snap.listed_allocatable(self.slot, name)
+    }
+    fn as_labels(&self) -> &dyn NodeLabels {
+        self
+    }
+}
+
+/// A node given by labels and allocatable maps (tests, `DraAllocator.allocate`).
+struct GivenNode<'a> {
+    labels: &'a HashMap<String, String>,
+    allocatable: &'a HashMap<String, i64>,
+}
+
+impl NodeLabels for GivenNode<'_> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.labels.label(key)
+    }
+}
+
+impl NodeFacts for GivenNode<'_> {
+    fn allocatable(&self, name: &str) -> Option<i64> {
+        self.allocatable.get(name).copied()
+    }
+    fn as_labels(&self) -> &dyn NodeLabels {
+        self
     }
 }
 
@@ -332,11 +462,59 @@ impl DraFilter {
     /// The node `slot` of `snap`: None when the pod's claims can be used there.
     pub fn filter(&self, snap: &Snapshot, slot: u32) -> Option<Reject> {
         let name = &*snap.names[slot as usize];
-        let labels = SlotLabels { snap, slot };
-        self.filter_node(name, &labels)
+        let node = SlotLabels { snap, slot };
+        self.filter_node(name, &node)
     }
 
-    fn filter_node(&self, name: &str, labels: &dyn NodeLabels) -> Option<Reject> {
+    /// Upstream `filterExtendedResources`: Err(rejection) when the node cannot be used;
+    /// Ok(None) when nothing is left to do on it (no user claim, every extended
+    /// resource from a device plugin); otherwise the allocator to use there (None: the
+    /// base one) and the variant's mask.
+    #[allow(clippy::type_complexity)]
+    fn extended_on(
+        &self,
+        node: &dyn NodeFacts,
+    ) -> Result<Option<(Option<&Allocator>, Option<usize>)>, Option<Reject>> {
+        let Some(ext) = &self.extended else {
+            return Ok(Some((None, None)));
+        };
+        if ext.prior {
+            return Err(Self::reject(DETAIL_EXTENDED_PRIOR));
+        }
+        let mut mask = 0usize;
+        let mut bit = 0usize;
+        for (name, backed) in &ext.resources {
+            let listed = node.allocatable(name);
+            let amount = listed.unwrap_or(0);
+            if *backed && amount == 0 {
+                mask |= 1 << bit;
+            } else if listed.is_none() {
+                return Err(Self::reject(DETAIL_EXTENDED_CANNOT_FIT));
+            }
+            if *backed {
+                bit += 1;
+            }
+        }
+        if ext.no_user_claims && mask == 0 {
+            return Ok(None);
+        }
+        if ext.variants.is_empty() {
+            // The extended claim is allocated already: nothing per node.
+            if ext.no_user_claims {
+                return Ok(None);
+            }
+            return Ok(Some((None, None)));
+        }
+        Ok(Some((ext.variants.get(mask), Some(mask))))
+    }
+
+    fn filter_node(&self, name: &str, node: &dyn NodeFacts) -> Option<Reject> {
+        let (chosen, variant) = match self.extended_on(node) {
+            Err(reject) => return reject,
+            Ok(None) => return None,
+            Ok(Some(v)) => v,
+        };
+        let labels = node.as_labels();
         let view = NodeView { name, labels };
         let mut unavailable = Vec::new();
         for (index, selector, everywhere) in &self.allocated {
@@ -351,7 +529,7 @@ impl DraFilter {
             }
         }
         let mut results = None;
-        if let Some(alloc) = &self.allocator {
+        if let Some(alloc) = chosen.or(self.allocator.as_ref()) {
             let deadline = self.timeout.map(|t| Instant::now() + t);
             match alloc.allocate(&NodeInput { name, labels }, deadline) {
                 Ok(Some(r)) if r.len() == alloc.claims().len() => results = Some(r),
@@ -389,7 +567,7 @@ impl DraFilter {
             self.results
                 .lock()
                 .expect("results lock")
-                .insert(name.to_string(), json);
+                .insert(name.to_string(), (json, variant));
         }
         None
     }
@@ -401,11 +579,51 @@ impl DraFilter {
         }
     }
 
+    /// NodeResourcesFit's and BalancedAllocation's allocatable and allocated amounts of
+    /// extended resource `resource` on node `slot` when DRA backs it (upstream
+    /// `calculateDRAExtendedResourceAllocatableRequest`); None when it is not the pod's
+    /// or the totals cannot be computed (upstream then scores it as absent).
+    pub fn extended_totals(
+        &self,
+        resource: &str,
+        snap: &Snapshot,
+        slot: u32,
+    ) -> Option<(i64, i64)> {
+        let ext = self.extended.as_ref()?;
+        let class = ext.classes.get(resource)?;
+        let alloc = ext.variants.first().or(self.allocator.as_ref())?;
+        let name = &*snap.names[slot as usize];
+        let key = (resource.to_string(), name.to_string());
+        if let Some(v) = self.totals.lock().expect("totals lock").get(&key) {
+            return *v;
+        }
+        let labels = SlotLabels { snap, slot };
+        let v = alloc
+            .extended_totals(
+                class,
+                &NodeInput {
+                    name,
+                    labels: &labels,
+                },
+            )
+            .ok();
+        self.totals.lock().expect("totals lock").insert(key, v);
+        v
+    }
+
+    /// Whether a rejection's detail is a Filter error (a broken claim or class, the
+    /// timeout): upstream's Filter returns an Error status there, not a rejection.
+    pub fn is_error(detail: u64) -> bool {
+        detail == DETAIL_ERROR
+    }
+
     /// The reason string of a rejection's detail.
     pub fn reason(&self, detail: u64) -> String {
         match detail {
             DETAIL_CANNOT_ALLOCATE => "cannot allocate all claims".to_string(),
             DETAIL_NOT_AVAILABLE => "resourceclaim not available on the node".to_string(),
+            DETAIL_EXTENDED_PRIOR => "cannot schedule extended resource claim".to_string(),
+            DETAIL_EXTENDED_CANNOT_FIT => "cannot fit resource".to_string(),
             DETAIL_ERROR => self
                 .error
                 .lock()
@@ -438,14 +656,23 @@ impl DraAllocator {
     /// `("unavailable", [])` (an allocated claim cannot be used there),
     /// `("unschedulable", [reason])` (upstream's ErrFailedAllocationOnNode) or
     /// `("error", [message])` (a claim or class is broken, or the timeout expired).
+    /// `allocatable` holds the node's allocatable amounts (extended resources).
+    #[pyo3(signature = (name, labels, allocatable = HashMap::new()))]
     fn allocate(
         &self,
         py: Python<'_>,
         name: String,
         labels: HashMap<String, String>,
+        allocatable: HashMap<String, i64>,
     ) -> (&'static str, Vec<String>) {
         let inner = self.inner.clone();
-        let reject = py.detach(|| inner.filter_node(&name, &labels));
+        let reject = py.detach(|| {
+            let node = GivenNode {
+                labels: &labels,
+                allocatable: &allocatable,
+            };
+            inner.filter_node(&name, &node)
+        });
         match reject.map(|r| r.detail) {
             None => (
                 "allocated",
@@ -454,7 +681,7 @@ impl DraAllocator {
                     .lock()
                     .expect("results lock")
                     .get(&name)
-                    .cloned()
+                    .map(|r| r.0.clone())
                     .unwrap_or_default(),
             ),
             Some(DETAIL_CANNOT_ALLOCATE) => ("unallocatable", Vec::new()),
@@ -465,14 +692,25 @@ impl DraAllocator {
     }
 
     /// The allocation results found for `node` (one JSON per pending claim), None when
-    /// the node was not found feasible.
+    /// the node was not found feasible or nothing was allocated there.
     fn results_for(&self, node: &str) -> Option<Vec<String>> {
         self.inner
             .results
             .lock()
             .expect("results lock")
             .get(node)
-            .cloned()
+            .map(|r| r.0.clone())
+    }
+
+    /// The mask of the extended claim's variant allocated on `node` (bit i: the i-th
+    /// backed resource comes from DRA there), None when none was.
+    fn variant_for(&self, node: &str) -> Option<usize> {
+        self.inner
+            .results
+            .lock()
+            .expect("results lock")
+            .get(node)
+            .and_then(|r| r.1)
     }
 
     /// Indices of the allocated claims that were not available on some node.
@@ -496,9 +734,13 @@ impl DraAllocator {
     /// `NumAllocateOneInvocations`).
     #[getter]
     fn invocations(&self) -> u64 {
-        self.inner.allocator.as_ref().map_or(0, |a| {
-            a.invocations.load(std::sync::atomic::Ordering::Relaxed)
-        })
+        let load = |a: &Allocator| a.invocations.load(std::sync::atomic::Ordering::Relaxed);
+        self.inner.allocator.as_ref().map_or(0, load)
+            + self
+                .inner
+                .extended
+                .as_ref()
+                .map_or(0, |e| e.variants.iter().map(load).sum())
     }
 
     /// How many claims are to be allocated.

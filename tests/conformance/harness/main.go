@@ -16,7 +16,8 @@
 // One deviation from the default feature gates: SchedulerAsyncPreemption is off, so a
 // preemption's victims are deleted before the cycle ends and the report can list them.
 // The gate only decides whether that happens in the cycle or in a goroutine after it;
-// the choice of node and victims and the messages are the same.
+// the choice of node and victims and the messages are the same. A case may set other
+// gates (featureGates, e.g. the alpha StorageCapacityScoring) for itself alone.
 package main
 
 import (
@@ -44,9 +45,7 @@ func main() {
 		_ = klogFlags.Set("logtostderr", "false")
 		_ = klogFlags.Set("stderrthreshold", "FATAL")
 	}
-	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{
-		string(features.SchedulerAsyncPreemption): false,
-	}); err != nil {
+	if err := setFeatureGates(nil); err != nil {
 		fmt.Fprintln(os.Stderr, "ksched-conformance:", err)
 		os.Exit(2)
 	}
@@ -73,4 +72,25 @@ func main() {
 			os.Exit(2)
 		}
 	}
+}
+
+// caseGates are the gates a case may set, at their v1.36 defaults (what the harness
+// resets them to before every case).
+var caseGates = map[string]bool{
+	string(features.StorageCapacityScoring): false,
+}
+
+// setFeatureGates sets the harness's gates and the case's (nil: the defaults).
+func setFeatureGates(gates map[string]bool) error {
+	m := map[string]bool{string(features.SchedulerAsyncPreemption): false}
+	for name, on := range caseGates {
+		m[name] = on
+	}
+	for name, on := range gates {
+		if _, ok := caseGates[name]; !ok {
+			return fmt.Errorf("featureGates: %s is not a gate cases may set", name)
+		}
+		m[name] = on
+	}
+	return utilfeature.DefaultMutableFeatureGate.SetFromMap(m)
 }

@@ -15,7 +15,8 @@ package main
 // NextPod, and one real ScheduleOne runs: PreFilter, Filter with nominated pods,
 // PreScore, Score, NormalizeScore and weights, selectHost, or on failure PostFilter
 // (DefaultPreemption), the FailedScheduling event and the PodScheduled condition.
-// Bindings succeed (the fake's pods/binding is answered OK).
+// Bindings succeed (the fake's pods/binding is answered OK); a binding cycle whose
+// VolumeBinding PreBind waits for the PV controller is reported pending and cancelled.
 
 import (
 	"context"
@@ -53,6 +54,8 @@ type Case struct {
 	Pod string `json:"pod"`
 	// Echo asks for the stored objects in the result.
 	Echo bool `json:"echo"`
+	// FeatureGates are set for this case alone (see caseGates).
+	FeatureGates map[string]bool `json:"featureGates"`
 }
 
 // Result is one output line.
@@ -89,6 +92,9 @@ type Result struct {
 	NominatedNodeName string           `json:"nominatedNodeName"`
 	// Deleted are the pods the cycle's preemption deleted (namespace/name, sorted).
 	Deleted []string `json:"deleted"`
+	// BindingPending: the binding cycle was left waiting in VolumeBinding's PreBind
+	// for the PV controller (which the harness does not run).
+	BindingPending bool `json:"bindingPending"`
 }
 
 // caseTimeout bounds one case (a case waiting longer is reported as an error).
@@ -123,6 +129,10 @@ func runCase(c Case) (res Result) {
 			res = Result{ID: c.ID, Error: fmt.Sprintf("panic: %v", r)}
 		}
 	}()
+	if err := setFeatureGates(c.FeatureGates); err != nil {
+		res.Error = err.Error()
+		return res
+	}
 	cfg, err := loadConfig(c.Config)
 	if err != nil {
 		res.Error = err.Error()
@@ -169,6 +179,18 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 		}
 		return false, nil, nil
 	})
+	// VolumeBinding's PreBind writes PVs and PVCs (the only writes of them by the
+	// scheduler) and then waits for the PV controller to bind them, which a fake
+	// clientset does not run: once such a write is seen, the binding cycle is left
+	// pending (reported as bindingPending, no Scheduled event) and cancelled.
+	bindingPending := make(chan struct{})
+	var pendingOnce sync.Once
+	for _, resource := range []string{"persistentvolumes", "persistentvolumeclaims"} {
+		client.PrependReactor("update", resource, func(action clienttesting.Action) (bool, runtime.Object, error) {
+			pendingOnce.Do(func() { close(bindingPending) })
+			return false, nil, nil
+		})
+	}
 	var deletedMu sync.Mutex
 	var deleted []string
 	client.PrependReactor("delete", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
@@ -210,6 +232,11 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 	if err := waitForHandlers(ctx, sched, informerFactory, stored); err != nil {
 		return err
 	}
+	// The scheduler's own handlers (incl. the ResourceClaim assume cache's) have
+	// delivered the initial lists.
+	if err := sched.WaitForHandlersSync(ctx); err != nil {
+		return fmt.Errorf("scheduler handlers did not sync: %w", err)
+	}
 
 	ns, name, err := cache.SplitMetaNamespaceKey(podKey)
 	if err != nil {
@@ -235,7 +262,9 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 		}
 		return info, nil
 	}
-	sched.ScheduleOne(ctx)
+	cycleCtx, cancelCycle := context.WithCancel(ctx)
+	defer cancelCycle()
+	sched.ScheduleOne(cycleCtx)
 	obs.close()
 	if !popped {
 		return errors.New("ScheduleOne did not take the pod")
@@ -243,7 +272,9 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 
 	report(obs, res)
 	if res.Chosen != nil {
-		// The binding cycle runs in a goroutine: its Scheduled event ends it.
+		// The binding cycle runs in a goroutine: its Scheduled event ends it, or
+		// VolumeBinding's PreBind waiting for the PV controller.
+	wait:
 		for {
 			obs.mu.Lock()
 			e := obs.scheduled
@@ -255,6 +286,10 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 			select {
 			case <-ctx.Done():
 				return errors.New("the binding cycle did not report the pod Scheduled")
+			case <-bindingPending:
+				res.BindingPending = true
+				cancelCycle()
+				break wait
 			case <-time.After(time.Millisecond):
 			}
 		}

@@ -126,18 +126,26 @@ async def test_a_claim_no_device_satisfies_stays_pending_until_a_slice_appears()
     assert allocated(c, "h100") == [("n1-h100", "gpu-0")]
 
 
-@pytest.mark.parametrize("with_claim", [False, True], ids=["no-claims", "with-claim"])
+@pytest.mark.parametrize(
+    ("with_claim", "device_class_name"),
+    [(False, "gpu"), (True, "gpu"), (True, "nope")],
+    ids=["no-claims", "with-claim", "claim-of-a-missing-class"],
+)
 async def test_a_volume_pre_filter_rejection_ends_post_filter_with_not_found(
-    with_claim: bool,
+    with_claim: bool, device_class_name: str
 ) -> None:
     """VolumeBinding's PreFilter (a missing PVC) rejects the pod before DynamicResources'
     PreFilter runs: its PostFilter fails with "not found" and preemption does not speak,
-    word for word as kube-scheduler (tests/integration/test_volumes.py compares them)."""
+    word for word as kube-scheduler (tests/integration/test_volumes.py compares them),
+    even when DynamicResources' own PreFilter would reject the pod too (a missing device
+    class: upstream never runs it, the volume plugins' PreFilters come first)."""
     c = cluster(nodes=2, gpus=1)
     async with Running(c):
         pod = pod_with_claims("p", "gpu") if with_claim else make_pod("p", cpu="100m")
         if with_claim:
-            c.create("resourceclaims", claim("gpu"))
+            obj = claim("gpu")
+            obj["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = device_class_name
+            c.create("resourceclaims", obj)
         pod["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]
         c.create("pods", pod)
         await wait_for(lambda: bool(notes(c, "p")))
@@ -460,3 +468,24 @@ async def test_a_pre_filter_rejection_after_node_affinity_names_only_its_plugin(
         info = sched.queue.get(uid)
         assert info is not None
         assert info.unschedulable_plugins == frozenset({"VolumeRestrictions"})
+
+
+async def test_a_filter_error_in_preemptions_dry_run_fails_preemption_with_it() -> None:
+    """A claim whose selector fails at runtime: the cycle's Filter stops at
+    NodeResourcesFit first, but preemption's dry run reaches DynamicResources, whose
+    Error status fails the whole PostFilter with it (upstream RunPostFilterPlugins
+    returns an Error at once, DynamicResources' own reason is dropped), word for word
+    (found by the conformance harness)."""
+    c = cluster(nodes=1, gpus=1)
+    async with Running(c):
+        c.create("pods", make_pod("low", cpu="8", memory="1Gi", node_name="n0", priority=0))
+        c.create("resourceclaims", claim("c", 'device.attributes["gpu.example.com"].nope == 1'))
+        pod = pod_with_claims("p", "c")
+        pod["spec"]["priority"] = 100
+        c.create("pods", pod)
+        await wait_for(lambda: bool(notes(c, "p")))
+        assert notes(c, "p")[0] == (
+            '0/1 nodes are available: 1 Insufficient cpu. preemption: running "DynamicResources"'
+            " filter plugin: claim default/c: selector #0: CEL runtime error: no such key: nope"
+        )
+        assert node_of(c, "p") is None

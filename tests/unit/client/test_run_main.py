@@ -40,9 +40,11 @@ def test_default_profile_keeps_the_plugins_this_build_has_in_upstream_order() ->
     upstream_filters = [
         "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
         "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
-        "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+        "VolumeZone", "PodTopologySpread", "InterPodAffinity", "NodeDeclaredFeatures",
     ]  # fmt: skip
     assert list(p.filters) == [f for f in upstream_filters if f in _core.FILTER_PLUGINS]
+    # DynamicResources' Filter runs between InterPodAffinity and NodeDeclaredFeatures.
+    assert p.dynamic_resources_at == len(p.filters) - 1
     weights = dict(p.scores)
     if "NodeResourcesFit" in _core.SCORE_PLUGINS:
         assert weights["NodeResourcesFit"] == 1

@@ -332,6 +332,54 @@ async def test_slow_binding_does_not_stall_scheduling() -> None:
         await wait_for(lambda: len(bound_pods(c)) == 30)
 
 
+async def test_a_stalled_api_server_stops_the_loop_at_the_run_ahead_limit() -> None:
+    gate = asyncio.Event()
+    c = InMemoryCluster(bind_gate=gate)
+    for i in range(10):
+        c.create("nodes", make_node(f"n{i}"))
+    async with Running(c) as sched:
+        limit = sched.binder.queue.limit
+        for i in range(limit * 3):
+            c.create("pods", make_pod(f"p{i}", cpu="10m", memory="10Mi"))
+        await wait_for(lambda: sched.stats.scheduled == limit)
+        await asyncio.sleep(0.05)
+        # No binding finishes: the loop decided exactly the limit; the rest wait in
+        # the scheduling queue, not assumed.
+        assert sched.stats.scheduled == limit
+        assert sched.cache.num_assumed() == limit
+        assert sched.queue.counts()["active"] == limit * 2
+        assert sched.binder.in_flight == limit
+        gate.set()
+        await wait_for(lambda: len(bound_pods(c)) == limit * 3)
+
+
+async def test_a_high_priority_pod_created_mid_backlog_is_bound_next() -> None:
+    sent: list[str] = []
+
+    def record(namespace: str, name: str, node: str) -> None:
+        sent.append(name)
+
+    # 50 ms per binding, 32 at a time: ~640 bindings/s, far slower than the decisions.
+    c = InMemoryCluster(bind_delay=0.05, fail_bind=record)  # type: ignore[arg-type]
+    for i in range(20):
+        c.create("nodes", make_node(f"n{i}"))
+    async with Running(c) as sched:
+        for i in range(400):
+            c.create("pods", make_pod(f"low{i}", cpu="10m", memory="10Mi", priority=1))
+        await wait_for(lambda: len(sent) >= 64)
+        peak = sched.binder.in_flight
+        started = len(sent)
+        c.create("pods", make_pod("high", cpu="10m", memory="10Mi", priority=1000))
+        await wait_for(lambda: "high" in sent)
+        # Bindings already handed to the API server finish first; only those, and
+        # the ones decided before the pod arrived (at most the run-ahead limit), go
+        # out before it. Without the limit all 400 would have been decided by now.
+        limit = sched.binder.queue.limit
+        assert sent.index("high") <= started + limit
+        assert peak <= limit + sched.batch_size
+        await wait_for(lambda: len(bound_pods(c)) == 401, timeout=10)
+
+
 async def test_higher_priority_pod_is_scheduled_first() -> None:
     c = InMemoryCluster()
     c.create("nodes", make_node("n1", cpu="1"))

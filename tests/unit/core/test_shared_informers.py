@@ -97,13 +97,23 @@ async def test_a_claim_created_later_wakes_exactly_the_pod_that_needs_it() -> No
 
 
 def test_a_kind_asked_for_after_the_scheduler_is_built_is_refused() -> None:
-    # Without DynamicResources no plugin of the profile reads DeviceClasses.
+    # No plugin of the default profile reads ElasticQuotas (CapacityScheduling does).
     plugins = tuple(default_plugins(post_filter=("DefaultPreemption",)))
     profile = dataclasses.replace(default_profile(), plugins=plugins)
     sched = Scheduler(InMemoryCluster(), {PROFILE: profile})
-    assert "deviceclasses" not in sched.shared_informers
+    kind = "elasticquotas.scheduling.x-k8s.io"
+    assert kind not in sched.shared_informers
     with pytest.raises(RuntimeError, match="setup"):
-        sched.handle.informer("deviceclasses")
+        sched.handle.informer(kind)
+
+
+def test_node_resources_fit_reads_device_classes_without_dynamic_resources() -> None:
+    # Upstream's DRA manager exists whatever the profiles enable: NodeResourcesFit
+    # leaves extended resources a DeviceClass maps to to DRA (DRAExtendedResource).
+    plugins = tuple(default_plugins(post_filter=("DefaultPreemption",)))
+    profile = dataclasses.replace(default_profile(), plugins=plugins)
+    sched = Scheduler(InMemoryCluster(), {PROFILE: profile})
+    assert "deviceclasses" in sched.shared_informers
 
 
 async def test_embedded_cluster_replaces_and_patches_with_the_apis_rules() -> None:

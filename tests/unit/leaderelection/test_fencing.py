@@ -168,6 +168,19 @@ WRITES: list[tuple[str, Call, tuple[str, str]]] = [
         ),
         ("patch", "resourceclaims/status"),
     ),
+    (
+        "object-create",
+        lambda a: a.create_object(
+            kind="resourceclaims",
+            obj={"metadata": {"namespace": "default", "generateName": "p-extended-resources-"}},
+        ),
+        ("create", "resourceclaims"),
+    ),
+    (
+        "object-delete",
+        lambda a: a.delete_object(kind="resourceclaims", namespace="default", name="c"),
+        ("delete", "resourceclaims"),
+    ),
 ]
 
 

@@ -173,6 +173,8 @@ async def test_reclaiming_borrowed_room_preempts_the_borrower() -> None:
         c.create("pods", _pod("b0", "b", cpu="2", priority=1))
         await wait_for(lambda: "b0" in bound(c), timeout=15)
         assert len(bound(c, "a")) == 2
+        # Events go out through the recorder's queue, after the deletion: wait for it.
+        await wait_for(lambda: c.event_counts.get("Scheduled") == 4)
         assert c.event_counts.get("Preempted") == 1
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ksched import logs
 from ksched._core import CompiledPod, Snapshot
+from ksched.api.declared_features import try_map
 from ksched.api.errors import InvalidObjectError
 from ksched.api.node import Node
 from ksched.api.pod import Pod
@@ -86,6 +87,7 @@ class Cache:
                 [(t.key, t.value, t.effect) for t in node.taints],
                 node.unschedulable,
                 [(list(names), size) for names, size in node.images],
+                list(try_map(node.declared_features)),
             )
         except ValueError as exc:
             text = str(exc).removeprefix(f"Node {node.name}: ")

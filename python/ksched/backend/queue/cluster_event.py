@@ -231,17 +231,18 @@ def _condition_statuses(node: Node) -> dict[Any, Any]:
     return {c.get("type"): c.get("status") for c in conditions if isinstance(c, dict)}
 
 
-def _declared_features(node: Node) -> Any:
-    return (node.raw.get("status") or {}).get("declaredFeatures")
-
-
 def _annotations(node: Node) -> Any:
     return (node.raw.get("metadata") or {}).get("annotations") or {}
 
 
-def node_scheduling_properties_change(old: Node, new: Node) -> list[ClusterEvent]:
+def node_scheduling_properties_change(
+    old: Node, new: Node, *, declared_features: bool = True
+) -> list[ClusterEvent]:
     """The specific ``Node/Update*`` events of one node update (empty: nothing the
-    scheduler cares about changed), as upstream's ``NodeSchedulingPropertiesChange``."""
+    scheduler cares about changed), as upstream's ``NodeSchedulingPropertiesChange``.
+    ``declared_features``: the NodeDeclaredFeatures gate, without which a change of
+    ``status.declaredFeatures`` is no event (absent and empty lists are equal, as
+    ``slices.Equal`` compares them)."""
     actions: list[ActionType] = []
     if old.unschedulable != new.unschedulable and not new.unschedulable:
         # A node that became schedulable is reported as a taint change, as upstream.
@@ -256,7 +257,7 @@ def node_scheduling_properties_change(old: Node, new: Node) -> list[ClusterEvent
         actions.append(ActionType.UPDATE_NODE_CONDITION)
     if _annotations(old) != _annotations(new):
         actions.append(ActionType.UPDATE_NODE_ANNOTATION)
-    if _declared_features(old) != _declared_features(new):
+    if declared_features and old.declared_features != new.declared_features:
         actions.append(ActionType.UPDATE_NODE_DECLARED_FEATURE)
     return [ClusterEvent(NODE, a) for a in actions]
 

@@ -162,6 +162,9 @@ class QueuedPodInfo:
     deleted: bool = False
     #: Moved out of unschedulablePods by the timeout (``pod_scheduled_after_flush``).
     flushed: bool = False
+    #: ``(compiled, signature)``: the scheduling signature of ``compiled``, computed
+    #: once per compiled form (the scheduler's batching reads it several times a cycle).
+    signature_memo: tuple[CompiledPod, object] | None = None
 
     def __post_init__(self) -> None:
         if not self.uid:

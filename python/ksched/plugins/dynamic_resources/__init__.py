@@ -37,16 +37,35 @@ allocator) and reserved for the pod before the pod is bound:
   (the CycleState read), which ends PostFilter before DefaultPreemption: ksched does
   the same (``CycleState.pre_filter_rejector``).
 
+**Extended resources backed by DRA** (DRAExtendedResource, beta and on in v1.36;
+:mod:`.extended`): a pod that requests ``example.com/gpu`` in a container, with a
+DeviceClass mapping that name (``spec.extendedResourceName``, or the implicit
+``deviceclass.resource.kubernetes.io/<class>``), gets one more claim, after its own:
+the claim an earlier cycle created for it, or an in-memory one. PreFilter builds that
+claim's variant for every subset of those resources (a node provides each either from a
+device plugin, when its allocatable lists some of it, or from DRA) and the Rust Filter
+picks the node's variant, rejects a node that lists neither ("cannot fit resource") and
+every node when the earlier claim has requests ("cannot schedule extended resource
+claim", which PostFilter answers by deleting it: "deletion of ResourceClaim
+completed"). Reserve keeps the node's variant in flight; PreBind creates it in the API
+(``generateName: <pod>-extended-resources-``, owned by the pod, counted in
+``scheduler_resourceclaim_creates_total``), writes its allocation and reservation,
+waits up to 120s for the informer to deliver it, and patches the pod's
+``status.extendedResourceClaimStatus``; Unreserve deletes a claim PreBind created.
+NodeResourcesFit leaves such a resource to this plugin on a node whose allocatable has
+none of it. The mapping and the claims live in the scheduler-wide DRA manager
+(:mod:`.manager`).
+
 Feature gates as v1.36 defaults them: DRAPrioritizedList, DRAAdminAccess,
 DRAPartitionableDevices, DRADeviceTaints, DRAConsumableCapacity,
-DRADeviceBindingConditions, DRAResourceClaimDeviceStatus and DRASchedulerFilterTimeout
-are on; DRAWorkloadResourceClaims, DRADeviceTaintRules, DRAListTypeAttributes and
-DRANodeAllocatableResources are off.
+DRADeviceBindingConditions, DRAResourceClaimDeviceStatus, DRASchedulerFilterTimeout
+and DRAExtendedResource (``--feature-gates``) are on; DRAWorkloadResourceClaims,
+DRADeviceTaintRules, DRAListTypeAttributes and DRANodeAllocatableResources are off.
 
-Differences from upstream (see the README): extended resources backed by DRA
-(DRAExtendedResource) are not handled, so such pods are treated as asking for a
-device-plugin resource; PostFilter's deallocation and Unreserve's reservedFor removal
-are sent in the background (the scheduling cycle does not wait for the API).
+Differences from upstream (see the README): PostFilter's deallocation and deletion,
+and Unreserve's reservedFor removal and deletion, are sent in the background (the
+scheduling cycle does not wait for the API); a pod's claim for extended resources is
+built for at most ten of them backed by DRA (upstream: any number).
 """
 
 from __future__ import annotations
@@ -84,7 +103,7 @@ from ksched.framework.interface import (
     PreFilterResult,
 )
 from ksched.framework.status import Code, Status
-from ksched.plugins.dynamic_resources.assume_cache import ClaimTracker
+from ksched.plugins.dynamic_resources.assume_cache import ClaimTracker, NotInCache
 from ksched.plugins.dynamic_resources.claims import (
     FINALIZER,
     ClaimError,
@@ -98,6 +117,18 @@ from ksched.plugins.dynamic_resources.claims import (
     pod_claims,
     reserved_for,
 )
+from ksched.plugins.dynamic_resources.extended import (
+    ASSUME_TIMEOUT,
+    claim_requests,
+    create_requests_and_mappings,
+    find_extended_resource_claim,
+    has_mapped_request,
+    is_dra_extended_resource_name,
+    is_special_claim,
+    special_claim,
+    with_requests,
+)
+from ksched.plugins.dynamic_resources.manager import DRAManager, dra_manager
 
 if TYPE_CHECKING:
     from ksched.framework.interface import Handle
@@ -118,6 +149,11 @@ FIRST_AVAILABLE_MAX_SIZE: Final = 8
 #: DynamicResourcesArgs defaults (``filterTimeout`` 10s, ``bindingTimeout`` 600s).
 DEFAULT_FILTER_TIMEOUT: Final = 10.0
 DEFAULT_BINDING_TIMEOUT: Final = 600.0
+#: ``resourceapi.ResourceClaimReservedForMaxSize``.
+RESERVED_FOR_MAX_SIZE: Final = 256
+#: The most extended resources backed by DRA one pod's claim is built for per node
+#: (the Filter keeps one variant of the claim per subset of them).
+MAX_EXTENDED_RESOURCES: Final = 10
 #: ``retry.DefaultRetry``: 5 steps of 10ms (jitter 0.1).
 _RETRY_STEPS: Final = 5
 _RETRY_DELAY: Final = 0.01
@@ -149,6 +185,20 @@ class _State:
     pending: list[int] = field(default_factory=list)
     #: Some claim has a prioritized list: Score has something to rank.
     scored: bool = False
+    #: How many of ``claims`` the pod names itself; the claim for its extended
+    #: resources backed by DRA, if any, comes after them (upstream ``claimStore``).
+    num_user: int = 0
+    #: The UID of that claim at PreFilter (the in-memory one's is temporary).
+    initial_extended_uid: str = ""
+    #: That claim per mask of the backed resources a node gets from DRA, and its
+    #: container request mappings (``status.extendedResourceClaimStatus``).
+    variants: list[Obj] = field(default_factory=list)
+    mappings: list[list[Obj]] = field(default_factory=list)
+
+    @property
+    def extended(self) -> Obj | None:
+        """The claim for extended resources (upstream ``extendedResourceClaim()``)."""
+        return self.claims[self.num_user] if len(self.claims) > self.num_user else None
 
     def allocations_on(self, node: str) -> list[Obj] | None:
         raw = None if self.allocator is None else self.allocator.results_for(node)
@@ -173,9 +223,18 @@ class DynamicResources:
     ) -> None:
         self.filter_timeout = filter_timeout
         self.binding_timeout = binding_timeout
-        self.devices = _core.DraDevices()
-        self.tracker = ClaimTracker(self._allocation_changed)
+        #: The scheduler's DRA state (:mod:`.manager`): a private one until ``setup``
+        #: hands over the shared one.
+        self.manager = DRAManager()
         self._handle: Handle | None = None
+
+    @property
+    def devices(self) -> _core.DraDevices:
+        return self.manager.devices
+
+    @property
+    def tracker(self) -> ClaimTracker:
+        return self.manager.tracker
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any] | None) -> DynamicResources:
@@ -197,54 +256,26 @@ class DynamicResources:
 
     def setup(self, handle: Handle) -> None:
         self._handle = handle
-        handle.informer("resourceclaims").add_handler(
-            on_add=self.tracker.on_add,
-            on_update=self.tracker.on_update,
-            on_delete=self.tracker.on_delete,
-        )
-        handle.informer("resourceslices").add_handler(
-            on_add=self._slice_added,
-            on_update=lambda old, new: self._slice_added(new),
-            on_delete=self._slice_deleted,
-        )
-        handle.informer("deviceclasses").add_handler(
-            on_add=self._class_added,
-            on_update=lambda old, new: self._class_added(new),
-            on_delete=self._class_deleted,
-        )
+        self.manager = dra_manager(handle)
 
-    def _allocation_changed(self, key: str, alloc: Obj | None) -> None:
-        try:
-            self.devices.set_claim_allocation(key, None if alloc is None else orjson.dumps(alloc))
-        except ValueError as exc:
-            log.warning("ignoring the allocation of a ResourceClaim: %s", exc)
-            self.devices.set_claim_allocation(key, None)
+    # Informer handlers of a plugin used without a scheduler (tests).
 
     def _slice_added(self, obj: Obj) -> None:
-        name = str(meta(obj).get("name") or "")
-        try:
-            self.devices.upsert_slice(name, orjson.dumps(obj))
-        except ValueError as exc:
-            log.warning("ignoring ResourceSlice: %s", exc)
-
-    def _slice_deleted(self, obj: Obj) -> None:
-        self.devices.remove_slice(str(meta(obj).get("name") or ""))
+        self.manager._slice_added(obj)
 
     def _class_added(self, obj: Obj) -> None:
-        name = str(meta(obj).get("name") or "")
-        try:
-            self.devices.upsert_class(name, orjson.dumps(obj))
-        except ValueError as exc:
-            log.warning("ignoring DeviceClass: %s", exc)
-
-    def _class_deleted(self, obj: Obj) -> None:
-        self.devices.remove_class(str(meta(obj).get("name") or ""))
+        self.manager._class_added(obj)
 
     def ignores_pod(self, pod: Pod) -> bool:
-        """True when the pod names no ResourceClaim: then every extension point but
-        PostFilter is a no-op for it (PreFilter would return Skip), and the scheduler
-        places it without this plugin."""
-        return not pod_claims(pod.raw)
+        """True when the pod names no ResourceClaim and requests no extended resource a
+        DeviceClass maps to: then every extension point but PostFilter is a no-op for
+        it (PreFilter would return Skip), and the scheduler places it without this
+        plugin."""
+        return not pod_claims(pod.raw) and not self._has_extended(pod)
+
+    def _has_extended(self, pod: Pod) -> bool:
+        classes = self.manager.classes
+        return classes is not None and has_mapped_request(pod.requests, classes)
 
     # ---- claims of a pod ---------------------------------------------------------------
 
@@ -337,16 +368,28 @@ class DynamicResources:
         s = _State()
         state.write(STATE_KEY, s)
         try:
-            claims = self._pod_claims(pod)
+            user = self._pod_claims(pod)
         except ClaimError as exc:
             return None, _unresolvable(str(exc))
+        extended, backed = self._pre_filter_extended(pod)
+        claims = [*user, extended] if extended is not None else user
         if not claims:
             return None, Status(Code.SKIP)
+        s.num_user = len(user)
+        if extended is not None:
+            s.initial_extended_uid = str(meta(extended).get("uid") or "")
         s.allocations = [None] * len(claims)
         to_allocate: list[tuple[str, bytes]] = []
         allocated: list[tuple[int, bytes | None, bool]] = []
+        extended_pending = False
         for index, claim in enumerate(claims):
             alloc = allocation(claim)
+            if (
+                alloc is not None
+                and len(reserved_for(claim)) >= RESERVED_FOR_MAX_SIZE
+                and not is_reserved_for_pod(pod.uid, claim)
+            ):
+                return None, _unresolvable("resourceclaim in use")
             if alloc is not None:
                 selector = alloc.get("nodeSelector")
                 allocated.append(
@@ -362,17 +405,22 @@ class DynamicResources:
                 return None, _unresolvable(
                     f"resource claim {kobj(claim)} is in the process of being allocated"
                 )
+            s.pending.append(index)
+            if claim is extended:
+                # Its requests are built per node in Filter.
+                extended_pending = True
+                continue
             status = self._validate_requests(claim)
             if status is not None:
                 return None, status
             to_allocate.append((kobj(claim), orjson.dumps(claim)))
-            s.pending.append(index)
-        in_flight = (
-            [(k, orjson.dumps(a)) for k, a in self.tracker.in_flight()] if to_allocate else []
-        )
+        ext_arg = None
+        if extended is not None:
+            ext_arg = self._extended_filter(pod, s, extended, backed, extended_pending)
+        in_flight = [(k, orjson.dumps(a)) for k, a in self.tracker.in_flight()] if s.pending else []
         try:
             s.allocator = self.devices.allocator(
-                to_allocate, in_flight, allocated, self.filter_timeout
+                to_allocate, in_flight, allocated, self.filter_timeout, ext_arg
             )
         except ValueError as exc:
             return None, Status(Code.ERROR, str(exc))
@@ -384,6 +432,64 @@ class DynamicResources:
         )
         s.claims = claims
         return None, None
+
+    def _pre_filter_extended(self, pod: Pod) -> tuple[Obj | None, list[str]]:
+        """Upstream ``preFilterExtendedResources``: the claim for the pod's extended
+        resources backed by DRA (the one an earlier cycle created, or a new in-memory
+        one) and the names of those resources; (None, []) when the pod requests none
+        or the gate is off."""
+        classes = self.manager.classes
+        if classes is None or not has_mapped_request(pod.requests, classes):
+            return None, []
+        backed = sorted(
+            name
+            for name, amount in pod.requests.items()
+            if amount and is_dra_extended_resource_name(name) and name in classes
+        )
+        found = find_extended_resource_claim(pod.raw, self.tracker.extended_claims())
+        if found is not None:
+            return found, backed
+        return special_claim(pod.raw), backed
+
+    def _extended_filter(
+        self, pod: Pod, s: _State, claim: Obj, backed: list[str], pending: bool
+    ) -> tuple[list[tuple[str, bool]], list[bytes], bool, bool, list[tuple[str, str]]]:
+        """The ``extended`` argument of ``DraDevices.allocator``: the pod's
+        DRA-extended-name requests (with whether a class backs each), the claim's
+        variant for every subset of the backed ones, and the prior-claim flag."""
+        classes = self.manager.classes
+        resources = sorted(
+            (name, classes is not None and name in classes)
+            for name, amount in pod.requests.items()
+            if amount and is_dra_extended_resource_name(name)
+        )
+        prior = bool(claim_requests(claim))
+        variants: list[bytes] = []
+        s.variants, s.mappings = [], []
+        if pending and not prior and classes is not None:
+            names = [n for n, b in resources if b][:MAX_EXTENDED_RESOURCES]
+            if len(names) < len(backed):
+                log.warning(
+                    "pod %s: only the first %d extended resources backed by DRA are handled",
+                    pod.key,
+                    MAX_EXTENDED_RESOURCES,
+                )
+                resources = [(n, b and n in names) for n, b in resources]
+            for mask in range(1 << len(names)):
+                wanted = {n: pod.requests[n] for bit, n in enumerate(names) if mask & (1 << bit)}
+                reqs, maps = create_requests_and_mappings(pod.raw, wanted, classes)
+                variant = with_requests(claim, reqs)
+                s.variants.append(variant)
+                s.mappings.append(maps)
+                variants.append(orjson.dumps(variant))
+        # Which class each backed resource maps to: NodeResourcesFit's and
+        # BalancedAllocation's scores count its devices on nodes without the resource.
+        mapped = []
+        for name, backed_by in resources:
+            cls = classes.get_device_class(name) if backed_by and classes is not None else None
+            if cls is not None:
+                mapped.append((name, str((cls.get("metadata") or {}).get("name") or "")))
+        return resources, variants, prior, s.num_user == 0, mapped
 
     def _unavailable_everywhere(self, claim: Obj) -> bool:
         """An allocated claim whose devices failed their binding conditions, or timed
@@ -442,8 +548,13 @@ class DynamicResources:
         # Upstream iterates a map (random order): any one claim will do.
         candidates = list(s.allocator.unavailable_claims()) if s.allocator is not None else []
         random.shuffle(candidates)
+        extended = s.extended
         for index in candidates:
             claim = s.claims[index]
+            if extended is not None and claim is extended:
+                if not is_special_claim(extended):
+                    break  # deleted below
+                continue
             reserved = reserved_for(claim)
             if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == pod.uid):
                 updated = copy.deepcopy(claim)
@@ -453,6 +564,11 @@ class DynamicResources:
                 if not state.get(DRY_RUN_KEY):  # ksched explain, shadow mode: act on nothing
                     self._spawn(self._update_status(updated, "deallocate"))
                 return None, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
+        if extended is not None and not is_special_claim(extended):
+            # The claim an earlier cycle created for the pod's extended resources is
+            # stale: delete it so that the next attempt starts anew.
+            self._spawn(self._delete_claim(extended))
+            return None, Status(Code.UNSCHEDULABLE, "deletion of ResourceClaim completed")
         return None, Status(Code.UNSCHEDULABLE, "still not schedulable")
 
     # ---- Score -----------------------------------------------------------------------------
@@ -486,8 +602,13 @@ class DynamicResources:
         pending = s.pending
         if not pending:
             return None
+        extended = s.extended
         allocations = s.allocations_on(node)
         if not allocations:
+            if not any(s.claims[i] is not extended for i in pending):
+                # Only the claim for extended resources was to be allocated, and the
+                # node's device plugins provide them: nothing from DRA.
+                return None
             return Status(Code.ERROR, "claim allocation not found for node")
         if len(allocations) != len(pending):
             return Status(
@@ -495,9 +616,14 @@ class DynamicResources:
                 f"internal error, have {len(allocations)} allocations, {len(pending)} claims "
                 f"to allocate, want {len(pending)} claims",
             )
+        variant = s.allocator.variant_for(node) if s.allocator is not None else None
         for alloc, index in zip(allocations, pending, strict=True):
             s.allocations[index] = alloc
-            claim = copy.deepcopy(s.claims[index])
+            source = s.claims[index]
+            if source is extended and variant is not None:
+                # The node's own variant of the claim for extended resources.
+                source = s.variants[variant]
+            claim = copy.deepcopy(source)
             finalizers = meta(claim).setdefault("finalizers", [])
             if FINALIZER not in finalizers:
                 finalizers.append(FINALIZER)
@@ -509,7 +635,7 @@ class DynamicResources:
         s: _State | None = state.get(STATE_KEY)
         if s is None or not s.claims:
             return
-        for claim in s.claims:
+        for claim in s.claims[: s.num_user]:
             m = meta(claim)
             if self.tracker.maybe_remove_pending(str(m.get("uid") or "")):
                 self.tracker.restore(str(m.get("namespace") or ""), str(m.get("name") or ""))
@@ -519,6 +645,15 @@ class DynamicResources:
                     "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid}]},
                 }
                 self._spawn(self._patch_status(claim, patch))
+        extended = s.extended
+        if extended is not None:
+            # Upstream unreserveExtendedResourceClaim.
+            m = meta(extended)
+            if self.tracker.maybe_remove_pending(s.initial_extended_uid):
+                self.tracker.restore(str(m.get("namespace") or ""), str(m.get("name") or ""))
+            if not is_special_claim(extended):
+                # Created in the API by PreBind: delete it, or it would be orphaned.
+                self._spawn(self._delete_claim(extended))
 
     # ---- PreBind -------------------------------------------------------------------------------
 
@@ -539,24 +674,38 @@ class DynamicResources:
             if is_reserved_for_pod(pod.uid, claim):
                 continue
             try:
-                s.claims[index] = await self._bind_claim(s, index, pod)
+                s.claims[index] = await self._bind_claim(s, index, pod, node)
             except _BindError as exc:
                 return Status(Code.ERROR, str(exc))
         if not _has_binding_conditions(s.claims):
             return None
         return await self._wait_for_binding_conditions(s, pod, node)
 
-    async def _bind_claim(self, s: _State, index: int, pod: Pod) -> Obj:
+    async def _bind_claim(self, s: _State, index: int, pod: Pod, node: str) -> Obj:
         claim = s.claims[index]
         alloc = s.allocations[index]
+        is_extended = claim is s.extended
+        if is_extended and alloc is None and not claim_requests(claim):
+            return claim  # extended resources from device plugins: nothing to write
         uid = str(meta(claim).get("uid") or "")
         modified: Obj | None = None
+        created: Obj | None = None
         try:
+            if is_extended and is_special_claim(claim):
+                created = await self._create_extended_claim(s, pod, node)
+                # From now on the real claim is tracked (Unreserve deletes it).
+                s.claims[index] = created
+                claim = created
             modified = await self._write_allocation(claim, alloc, pod)
+            if is_extended:
+                await self._patch_extended_status(s, pod, modified, node)
             return modified
         finally:
             force = False
-            if modified is not None:
+            latest = modified if modified is not None else created
+            if latest is not None and is_extended:
+                await self._wait_in_cache(latest)
+            elif modified is not None:
                 try:
                     self.tracker.assume(modified)
                     force = True
@@ -564,6 +713,97 @@ class DynamicResources:
                     log.debug("claim not stored in assume cache: %s", exc)
             if alloc is not None:
                 self.tracker.maybe_remove_pending(uid, force)
+
+    async def _create_extended_claim(self, s: _State, pod: Pod, node: str) -> Obj:
+        """Upstream ``createExtendedResourceClaimInAPI``: the node's variant of the
+        claim, created with a generated name."""
+        variant = s.allocator.variant_for(node) if s.allocator is not None else None
+        if variant is None:
+            raise _BindError(f"extended resource claim not found for node {node}")
+        claim = copy.deepcopy(s.variants[variant])
+        m = claim.setdefault("metadata", {})
+        m.pop("name", None)
+        m.pop("uid", None)
+        claim.pop("status", None)
+        metrics = self._handle.metrics if self._handle is not None else None
+        try:
+            created: Obj = await self._api().create_object(kind="resourceclaims", obj=claim)
+        except (APIError, OSError) as exc:
+            if metrics is not None:
+                metrics.resourceclaim_creates.inc(("failure",))
+            raise _BindError(
+                f"create claim for extended resources {kobj(claim)}: {_text(exc)}"
+            ) from exc
+        if metrics is not None:
+            metrics.resourceclaim_creates.inc(("success",))
+        return created
+
+    async def _patch_extended_status(self, s: _State, pod: Pod, claim: Obj, node: str) -> None:
+        """Upstream ``patchPodExtendedResourceClaimStatus``."""
+        variant = s.allocator.variant_for(node) if s.allocator is not None else None
+        mappings = s.mappings[variant] if variant is not None else []
+        if not mappings:
+            raise _BindError(
+                f"nil or empty request mappings, no update of pod {pod.namespace}/{pod.name} "
+                "ExtendedResourceClaimStatus"
+            )
+        patch = {
+            "status": {
+                "extendedResourceClaimStatus": {
+                    "requestMappings": mappings,
+                    "resourceClaimName": str(meta(claim).get("name") or ""),
+                }
+            }
+        }
+        try:
+            await self._api().patch_pod_status(namespace=pod.namespace, name=pod.name, patch=patch)
+        except (APIError, OSError) as exc:
+            raise _BindError(
+                f"update pod {pod.namespace}/{pod.name} ExtendedResourceClaimStatus: {_text(exc)}"
+            ) from exc
+
+    async def _wait_in_cache(self, claim: Obj) -> None:
+        """Upstream ``waitForExtendedClaimInAssumeCache``: the claim was just created, so
+        the informer may not have it yet; poll every second, up to 120s, and give up
+        quietly (the claim exists either way)."""
+        deadline = time.monotonic() + ASSUME_TIMEOUT
+        while True:
+            try:
+                self.tracker.assume(claim)
+                return
+            except NotInCache:
+                if time.monotonic() >= deadline:
+                    log.debug("claim %s not stored in assume cache after retries", kobj(claim))
+                    return
+            except ValueError as exc:
+                log.debug("claim not stored in assume cache: %s", exc)
+                return
+            await asyncio.sleep(1.0)
+
+    async def _delete_claim(self, claim: Obj) -> None:
+        """Upstream ``deleteClaim``: drop the scheduler's finalizer (re-reading the claim
+        on a conflict), then delete the claim."""
+        api = self._api()
+        m = meta(claim)
+        ns, name = str(m.get("namespace") or ""), str(m.get("name") or "")
+        current = copy.deepcopy(claim)
+        try:
+            for attempt in range(_RETRY_STEPS):
+                if attempt:
+                    await asyncio.sleep(_RETRY_DELAY * (1 + 0.1 * random.random()))
+                    current = await api.get_object(kind="resourceclaims", namespace=ns, name=name)
+                finalizers = meta(current).get("finalizers") or []
+                if FINALIZER in finalizers:
+                    meta(current)["finalizers"] = [f for f in finalizers if f != FINALIZER]
+                try:
+                    await api.update_object(kind="resourceclaims", obj=current)
+                    break
+                except APIError as exc:
+                    if not _conflict(exc) or attempt == _RETRY_STEPS - 1:
+                        raise
+            await api.delete_object(kind="resourceclaims", namespace=ns, name=name)
+        except (APIError, OSError, _BindError) as exc:
+            log.warning("delete ResourceClaim %s: %s", kobj(claim), _text(exc))
 
     async def _write_allocation(self, claim: Obj, alloc: Obj | None, pod: Pod) -> Obj:
         """Upstream ``bindClaim``'s update under ``retry.RetryOnConflict``: the first try

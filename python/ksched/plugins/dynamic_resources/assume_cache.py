@@ -35,9 +35,15 @@ from typing import Any
 from ksched.plugins.dynamic_resources.claims import allocation, key_of
 
 Obj = dict[str, Any]
+_EXTENDED_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 DeviceKey = tuple[str, str, str]
 
-__all__ = ["ClaimTracker"]
+__all__ = ["ClaimTracker", "NotInCache"]
+
+
+class NotInCache(ValueError):
+    """The claim is not in the cache (yet): upstream ``assumecache.ErrNotFound``."""
+
 
 #: ``on_allocation(namespace/name, status.allocation or None)``.
 AllocationHandler = Callable[[str, Obj | None], None]
@@ -57,6 +63,8 @@ class ClaimTracker:
 
     def __init__(self, on_allocation: AllocationHandler | None = None) -> None:
         self._latest: dict[str, Obj] = {}
+        #: Keys of the claims annotated as a pod's extended resource claim.
+        self._extended: set[str] = set()
         self._api: dict[str, Obj] = {}
         self._in_flight: dict[str, list[Any]] = {}  # uid -> [claim, sharers]
         self.on_allocation = on_allocation
@@ -74,9 +82,17 @@ class ClaimTracker:
         old = self._latest.get(key)
         if old is not None and _version(obj) <= _version(old):
             return  # not newer than what we hold (maybe an assumed version)
-        self._latest[key] = obj
+        self._set(key, obj)
         self._api[key] = obj
         self._changed(old, obj)
+
+    def _set(self, key: str, obj: Obj) -> None:
+        self._latest[key] = obj
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        if annotations.get(_EXTENDED_ANNOTATION) == "true":
+            self._extended.add(key)
+        else:
+            self._extended.discard(key)
 
     def on_update(self, old: Obj, new: Obj) -> None:
         self.on_add(new)
@@ -84,6 +100,7 @@ class ClaimTracker:
     def on_delete(self, obj: Obj) -> None:
         key = key_of(obj)
         old = self._latest.pop(key, None)
+        self._extended.discard(key)
         self._api.pop(key, None)
         self._changed(old, None)
 
@@ -101,6 +118,11 @@ class ClaimTracker:
     def __len__(self) -> int:
         return len(self._latest)
 
+    def extended_claims(self) -> list[Obj]:
+        """The claims annotated ``resource.kubernetes.io/extended-resource-claim:
+        "true"`` (latest versions)."""
+        return [self._latest[k] for k in self._extended if k in self._latest]
+
     # ---- assume / restore ------------------------------------------------------------
 
     def assume(self, obj: Obj) -> None:
@@ -109,20 +131,20 @@ class ClaimTracker:
         key = key_of(obj)
         old = self._latest.get(key)
         if old is None:
-            raise ValueError(f'could not find ResourceClaim "{key}"')
+            raise NotInCache(f'could not find ResourceClaim "{key}"')
         if _version(obj) < _version(old):
             raise ValueError(
                 f'ResourceClaim "{key}" is out of sync (stored: {_version(old)}, '
                 f"assume: {_version(obj)})"
             )
-        self._latest[key] = obj
+        self._set(key, obj)
         self._changed(old, obj)
 
     def restore(self, namespace: str, name: str) -> None:
         key = f"{namespace}/{name}"
         latest, api = self._latest.get(key), self._api.get(key)
         if latest is not None and api is not None and latest is not api:
-            self._latest[key] = api
+            self._set(key, api)
             self._changed(latest, api)
 
     # ---- allocations in flight ----------------------------------------------------------

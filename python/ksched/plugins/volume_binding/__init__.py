@@ -43,6 +43,7 @@ from ksched.api.quantity import nanos_to_value, parse_quantity_nanos
 from ksched.api.volume import (
     MIGRATED_PLUGINS_ANNOTATION,
     annotations_of,
+    has_volumes,
     pod_volumes,
     volume_claim_name,
 )
@@ -211,6 +212,8 @@ class VolumeBinding:
         return self._binder
 
     def applies_to(self, pod: Pod) -> bool:
+        if not has_volumes(pod):
+            return False
         return any(volume_claim_name(pod, v) is not None for v in pod_volumes(pod))
 
     def kernel_pre_filter(self, state: CycleState, pod: Pod) -> VolumeBindingRequest | None:

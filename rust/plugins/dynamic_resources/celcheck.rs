@@ -1,0 +1,666 @@
+//! Compile-time checks of a device selector, as cel-go's checker makes them in upstream's
+//! DRA environment (`k8s.io/dynamic-resource-allocation/cel`), over the `cel` crate's
+//! parsed AST, and cel-go's way of printing compile errors.
+//!
+//! The `cel` crate parses (the same ANTLR grammar as cel-go) and evaluates, but has no
+//! type checker, so an expression cel-go rejects when compiling would only fail when
+//! first evaluated, with the crate's words. This module is the part of cel-go's checker
+//! that a DRA selector meets, with its messages:
+//!
+//! * an identifier that is neither `device` nor a comprehension variable:
+//!   `undeclared reference to 'x' (in container '')`;
+//! * a field of `device` that does not exist: `undefined field 'x'`;
+//! * an operator applied to two concrete types that no overload takes, e.g.
+//!   `device.driver == 1`: `found no matching overload for '_==_' applied to
+//!   '(string, int)'`;
+//! * a result whose type is known and is not bool: `must evaluate to bool or the unknown
+//!   type, not string` (upstream's own check after compiling).
+//!
+//! Types are inferred bottom-up with the declared type of `device`
+//! (`kubernetes.DRADevice`: `driver` string, `allowMultipleAllocations` bool,
+//! `attributes` map of maps to the unknown attribute type, `capacity` map of maps to
+//! `kubernetes.Quantity`) and the result types of the functions the environment
+//! declares; a call this module does not know has the dynamic type and is never an
+//! error here, so an expression cel-go accepts is never rejected: what this module does
+//! not model fails, if at all, when evaluated. Errors are collected in source order as
+//! cel-go reports them and printed by [`display`] as `Issues.String()` does:
+//! `ERROR: <input>:line:col: message`, the source line and a caret under the column.
+
+use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, SourceInfo};
+
+/// A type as cel-go's checker names it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ty {
+    Bool,
+    Int,
+    Uint,
+    Double,
+    String,
+    Bytes,
+    Null,
+    /// The dynamic type (`dyn`): anything goes.
+    Dyn,
+    /// An attribute value (upstream's `AnyType` with a size): unknown, accepted
+    /// as a result.
+    Any,
+    List(Box<Ty>),
+    Map(Box<Ty>, Box<Ty>),
+    Quantity,
+    Semver,
+    Device,
+    /// Something already reported: no further errors about it.
+    Error,
+}
+
+impl Ty {
+    pub fn name(&self) -> String {
+        match self {
+            Ty::Bool => "bool".into(),
+            Ty::Int => "int".into(),
+            Ty::Uint => "uint".into(),
+            Ty::Double => "double".into(),
+            Ty::String => "string".into(),
+            Ty::Bytes => "bytes".into(),
+            Ty::Null => "null_type".into(),
+            Ty::Dyn | Ty::Error => "dyn".into(),
+            Ty::Any => "any".into(),
+            Ty::List(t) => format!("list({})", t.name()),
+            Ty::Map(k, v) => format!("map({}, {})", k.name(), v.name()),
+            Ty::Quantity => "kubernetes.Quantity".into(),
+            Ty::Semver => "kubernetes.Semver".into(),
+            Ty::Device => "kubernetes.DRADevice".into(),
+        }
+    }
+
+    /// Unknown at compile time: every overload may apply.
+    fn open(&self) -> bool {
+        matches!(self, Ty::Dyn | Ty::Any | Ty::Error)
+    }
+
+    fn numeric(&self) -> bool {
+        matches!(self, Ty::Int | Ty::Uint | Ty::Double)
+    }
+
+    fn primitive(&self) -> bool {
+        matches!(
+            self,
+            Ty::Bool | Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Bytes
+        )
+    }
+}
+
+/// One compile error at an expression.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Issue {
+    pub id: u64,
+    pub message: String,
+}
+
+struct Checker {
+    scopes: Vec<(String, Ty)>,
+    issues: Vec<Issue>,
+}
+
+fn attributes_ty() -> Ty {
+    Ty::Map(
+        Box::new(Ty::String),
+        Box::new(Ty::Map(Box::new(Ty::String), Box::new(Ty::Any))),
+    )
+}
+
+fn capacity_ty() -> Ty {
+    Ty::Map(
+        Box::new(Ty::String),
+        Box::new(Ty::Map(Box::new(Ty::String), Box::new(Ty::Quantity))),
+    )
+}
+
+impl Checker {
+    fn lookup(&self, name: &str) -> Option<Ty> {
+        if let Some((_, t)) = self.scopes.iter().rev().find(|(n, _)| n == name) {
+            return Some(t.clone());
+        }
+        (name == "device").then_some(Ty::Device)
+    }
+
+    fn report(&mut self, id: u64, message: String) -> Ty {
+        self.issues.push(Issue { id, message });
+        Ty::Error
+    }
+
+    fn check(&mut self, e: &IdedExpr) -> Ty {
+        match &e.expr {
+            Expr::Literal(l) => match l {
+                LiteralValue::Boolean(_) => Ty::Bool,
+                LiteralValue::Bytes(_) => Ty::Bytes,
+                LiteralValue::Double(_) => Ty::Double,
+                LiteralValue::Int(_) => Ty::Int,
+                LiteralValue::String(_) => Ty::String,
+                LiteralValue::UInt(_) => Ty::Uint,
+                _ => Ty::Null,
+            },
+            Expr::Ident(name) => match self.lookup(name) {
+                Some(t) => t,
+                // Variables that macro expansions introduce.
+                None if name.starts_with('@') || name.starts_with('#') => Ty::Dyn,
+                None => self.report(
+                    e.id,
+                    format!("undeclared reference to '{name}' (in container '')"),
+                ),
+            },
+            Expr::Select(sel) => {
+                let operand = self.check(&sel.operand);
+                let field = match &operand {
+                    Ty::Device => match sel.field.as_str() {
+                        "driver" => Ty::String,
+                        "allowMultipleAllocations" => Ty::Bool,
+                        "attributes" => attributes_ty(),
+                        "capacity" => capacity_ty(),
+                        other => return self.report(e.id, format!("undefined field '{other}'")),
+                    },
+                    Ty::Map(_, v) => (**v).clone(),
+                    _ => Ty::Dyn,
+                };
+                if sel.test {
+                    Ty::Bool
+                } else {
+                    field
+                }
+            }
+            Expr::List(list) => {
+                let mut elem: Option<Ty> = None;
+                for el in &list.elements {
+                    let t = self.check(el);
+                    elem = Some(match elem {
+                        None => t,
+                        Some(prev) if prev == t => prev,
+                        Some(_) => Ty::Dyn,
+                    });
+                }
+                Ty::List(Box::new(elem.unwrap_or(Ty::Dyn)))
+            }
+            Expr::Map(map) => {
+                let (mut key, mut value): (Option<Ty>, Option<Ty>) = (None, None);
+                for entry in &map.entries {
+                    if let EntryExpr::MapEntry(me) = &entry.expr {
+                        let k = self.check(&me.key);
+                        let v = self.check(&me.value);
+                        key = Some(match key {
+                            Some(p) if p != k => Ty::Dyn,
+                            _ => k,
+                        });
+                        value = Some(match value {
+                            Some(p) if p != v => Ty::Dyn,
+                            _ => v,
+                        });
+                    }
+                }
+                Ty::Map(
+                    Box::new(key.unwrap_or(Ty::Dyn)),
+                    Box::new(value.unwrap_or(Ty::Dyn)),
+                )
+            }
+            Expr::Struct(st) => {
+                for entry in &st.entries {
+                    if let EntryExpr::StructField(f) = &entry.expr {
+                        self.check(&f.value);
+                    }
+                }
+                Ty::Dyn
+            }
+            Expr::Comprehension(c) => {
+                let range = self.check(&c.iter_range);
+                let (first, second) = match &range {
+                    Ty::List(t) => (Ty::Int, (**t).clone()),
+                    Ty::Map(k, v) => ((**k).clone(), (**v).clone()),
+                    _ => (Ty::Dyn, Ty::Dyn),
+                };
+                let (iter1, iter2) = match &c.iter_var2 {
+                    // Two-variable comprehensions: (index, value) or (key, value).
+                    Some(_) => (first, Some(second)),
+                    None => (
+                        match &range {
+                            Ty::List(t) => (**t).clone(),
+                            Ty::Map(k, _) => (**k).clone(),
+                            _ => Ty::Dyn,
+                        },
+                        None,
+                    ),
+                };
+                let accu = self.check(&c.accu_init);
+                let base = self.scopes.len();
+                self.scopes.push((c.accu_var.clone(), accu));
+                self.scopes.push((c.iter_var.clone(), iter1));
+                if let (Some(name), Some(t)) = (&c.iter_var2, iter2) {
+                    self.scopes.push((name.clone(), t));
+                }
+                self.check(&c.loop_cond);
+                self.check(&c.loop_step);
+                self.scopes.truncate(base + 1);
+                let result = self.check(&c.result);
+                self.scopes.truncate(base);
+                result
+            }
+            Expr::Call(call) => self.check_call(e.id, call),
+            _ => Ty::Dyn,
+        }
+    }
+
+    fn check_call(&mut self, id: u64, call: &cel::common::ast::CallExpr) -> Ty {
+        let name = call.func_name.as_str();
+        // A namespaced function (`sets.contains`, `strings.quote`, `math.greatest`...)
+        // parses as a call on an identifier that is no variable.
+        let namespaced = matches!(
+            call.target.as_deref().map(|t| &t.expr),
+            Some(Expr::Ident(ns)) if self.lookup(ns).is_none()
+        );
+        let target = match (&call.target, namespaced) {
+            (Some(t), false) => Some(self.check(t)),
+            _ => None,
+        };
+        let args: Vec<Ty> = call.args.iter().map(|a| self.check(a)).collect();
+        if !namespaced && !is_operator(name) && !KNOWN_FUNCTIONS.contains(&name) {
+            let bare = name.rsplit('.').next().unwrap_or(name);
+            if !(name.contains('.') && KNOWN_FUNCTIONS.contains(&bare)) {
+                return self.report(
+                    id,
+                    format!("undeclared reference to '{name}' (in container '')"),
+                );
+            }
+        }
+        if namespaced {
+            let ns = match call.target.as_deref().map(|t| &t.expr) {
+                Some(Expr::Ident(ns)) => ns.as_str(),
+                _ => "",
+            };
+            // The namespaces of upstream's libraries (sets, strings.quote, lists.range,
+            // cel.bind, optional); any other is not declared there.
+            if !matches!(ns, "sets" | "strings" | "lists" | "cel" | "optional") {
+                return self.report(
+                    id,
+                    format!("undeclared reference to '{ns}.{name}' (in container '')"),
+                );
+            }
+            return Ty::Dyn;
+        }
+        let overload_error = |c: &mut Checker, tys: &[&Ty]| {
+            let list: Vec<String> = tys.iter().map(|t| t.name()).collect();
+            c.report(
+                id,
+                format!(
+                    "found no matching overload for '{name}' applied to '({})'",
+                    list.join(", ")
+                ),
+            )
+        };
+        match (name, target.as_ref(), args.as_slice()) {
+            ("_==_" | "_!=_", None, [a, b]) => {
+                if a.primitive() && b.primitive() && a != b && !(a.numeric() && b.numeric()) {
+                    return overload_error(self, &[a, b]);
+                }
+                Ty::Bool
+            }
+            ("_<_" | "_<=_" | "_>_" | "_>=_", None, [a, b]) => {
+                let comparable = |t: &Ty| t.primitive() || t.open();
+                if !comparable(a) || !comparable(b) {
+                    if !a.open() && !b.open() {
+                        return overload_error(self, &[a, b]);
+                    }
+                } else if !(a.open() || b.open() || a == b || (a.numeric() && b.numeric())) {
+                    return overload_error(self, &[a, b]);
+                }
+                Ty::Bool
+            }
+            ("_&&_" | "_||_", None, [a, b]) => {
+                for t in [a, b] {
+                    if !t.open() && *t != Ty::Bool {
+                        return overload_error(self, &[a, b]);
+                    }
+                }
+                Ty::Bool
+            }
+            ("!_", None, [a]) => {
+                if !a.open() && *a != Ty::Bool {
+                    return overload_error(self, &[a]);
+                }
+                Ty::Bool
+            }
+            ("-_", None, [a]) => match a {
+                Ty::Int | Ty::Double => a.clone(),
+                t if t.open() => Ty::Dyn,
+                _ => overload_error(self, &[a]),
+            },
+            ("_+_" | "_-_" | "_*_" | "_/_" | "_%_", None, [a, b]) => {
+                if a.open() || b.open() {
+                    return Ty::Dyn;
+                }
+                let ok = match name {
+                    "_+_" => {
+                        (a == b
+                            && matches!(
+                                a,
+                                Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Bytes
+                            ))
+                            || matches!((a, b), (Ty::List(_), Ty::List(_)))
+                    }
+                    "_%_" => a == b && matches!(a, Ty::Int | Ty::Uint),
+                    _ => a == b && a.numeric(),
+                };
+                if !ok {
+                    if (a.primitive() && b.primitive()) || matches!(a, Ty::List(_)) {
+                        return overload_error(self, &[a, b]);
+                    }
+                    return Ty::Dyn;
+                }
+                if let (Ty::List(x), Ty::List(y)) = (a, b) {
+                    return if x == y {
+                        a.clone()
+                    } else {
+                        Ty::List(Box::new(Ty::Dyn))
+                    };
+                }
+                a.clone()
+            }
+            ("_?_:_", None, [c, x, y]) => {
+                if !c.open() && *c != Ty::Bool {
+                    return overload_error(self, &[c, x, y]);
+                }
+                if x == y {
+                    x.clone()
+                } else {
+                    Ty::Dyn
+                }
+            }
+            ("_[_]", None, [container, _]) => match container {
+                Ty::List(t) => (**t).clone(),
+                Ty::Map(_, v) => (**v).clone(),
+                _ => Ty::Dyn,
+            },
+            ("@in", None, [_, _]) => Ty::Bool,
+            ("size", _, _) => Ty::Int,
+            ("matches" | "startsWith" | "endsWith" | "contains", Some(_), _) => Ty::Bool,
+            ("quantity", None, [_]) => Ty::Quantity,
+            ("semver", None, _) => Ty::Semver,
+            ("isQuantity" | "isSemver", None, _) => Ty::Bool,
+            (
+                "compareTo" | "sign" | "asInteger" | "major" | "minor" | "patch",
+                Some(Ty::Quantity | Ty::Semver),
+                _,
+            ) => Ty::Int,
+            ("isGreaterThan" | "isLessThan" | "isInteger", Some(Ty::Quantity | Ty::Semver), _) => {
+                Ty::Bool
+            }
+            ("add" | "sub", Some(Ty::Quantity), _) => Ty::Quantity,
+            ("asApproximateFloat", Some(Ty::Quantity), _) => Ty::Double,
+            (
+                "lowerAscii" | "upperAscii" | "trim" | "replace" | "substring",
+                Some(Ty::String),
+                _,
+            ) => Ty::String,
+            ("indexOf" | "lastIndexOf", Some(Ty::String), _) => Ty::Int,
+            ("int", None, [_]) => Ty::Int,
+            ("uint", None, [_]) => Ty::Uint,
+            ("double", None, [_]) => Ty::Double,
+            ("string", None, [_]) => Ty::String,
+            ("bool", None, [_]) => Ty::Bool,
+            _ => Ty::Dyn,
+        }
+    }
+}
+
+/// Every function name of upstream's environment (cel-go's standard library and the
+/// libraries `environment.MustBaseEnvSet` enables for stored expressions, and DRA's
+/// `cel.bind`), without namespaces: a call of any other name is an undeclared
+/// reference, as cel-go's checker reports it. Operators (`_+_`, `!_`, `@in`...) are
+/// not listed.
+const KNOWN_FUNCTIONS: &[&str] = &[
+    // standard library (and macros, which the parser expands)
+    "size",
+    "matches",
+    "contains",
+    "startsWith",
+    "endsWith",
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bytes",
+    "bool",
+    "type",
+    "dyn",
+    "duration",
+    "timestamp",
+    "has",
+    "all",
+    "exists",
+    "exists_one",
+    "existsOne",
+    "map",
+    "filter",
+    "getFullYear",
+    "getMonth",
+    "getDayOfYear",
+    "getDayOfMonth",
+    "getDate",
+    "getDayOfWeek",
+    "getHours",
+    "getMinutes",
+    "getSeconds",
+    "getMilliseconds",
+    // ext.Strings (version 2)
+    "charAt",
+    "indexOf",
+    "lastIndexOf",
+    "lowerAscii",
+    "upperAscii",
+    "replace",
+    "split",
+    "substring",
+    "trim",
+    "join",
+    "quote",
+    "format",
+    // Kubernetes regex, lists, URL, IP, CIDR, format, quantity and semver libraries
+    "find",
+    "findAll",
+    "isSorted",
+    "sum",
+    "min",
+    "max",
+    "url",
+    "isURL",
+    "getScheme",
+    "getHost",
+    "getHostname",
+    "getPort",
+    "getEscapedPath",
+    "getQuery",
+    "ip",
+    "isIP",
+    "family",
+    "isUnspecified",
+    "isLoopback",
+    "isLinkLocalMulticast",
+    "isLinkLocalUnicast",
+    "isGlobalUnicast",
+    "isCanonical",
+    "cidr",
+    "isCIDR",
+    "containsIP",
+    "containsCIDR",
+    "prefixLength",
+    "masked",
+    "named",
+    "validate",
+    "dns1123Label",
+    "dns1123Subdomain",
+    "dns1035Label",
+    "qualifiedName",
+    "dns1123LabelPrefix",
+    "dns1123SubdomainPrefix",
+    "dns1035LabelPrefix",
+    "labelValue",
+    "uri",
+    "uuid",
+    "byte",
+    "date",
+    "datetime",
+    "quantity",
+    "isQuantity",
+    "sign",
+    "isGreaterThan",
+    "isLessThan",
+    "compareTo",
+    "add",
+    "sub",
+    "isInteger",
+    "asInteger",
+    "asApproximateFloat",
+    "semver",
+    "isSemver",
+    "major",
+    "minor",
+    "patch",
+    // Kubernetes authorizer library (declared, whatever the variables)
+    "path",
+    "group",
+    "serviceAccount",
+    "resource",
+    "subresource",
+    "namespace",
+    "name",
+    "check",
+    "allowed",
+    "reason",
+    "errored",
+    "error",
+    "fieldSelector",
+    "labelSelector",
+    // ext.Sets, ext.Lists (version 3), two-variable comprehensions, optionals, bindings
+    "equivalent",
+    "intersects",
+    "range",
+    "slice",
+    "flatten",
+    "distinct",
+    "reverse",
+    "sort",
+    "sortBy",
+    "first",
+    "last",
+    "transformList",
+    "transformMap",
+    "transformMapEntry",
+    "of",
+    "ofNonZeroValue",
+    "none",
+    "hasValue",
+    "value",
+    "or",
+    "orValue",
+    "optMap",
+    "optFlatMap",
+    "bind",
+];
+
+fn is_operator(name: &str) -> bool {
+    name.starts_with('_') || name.starts_with('@') || name == "!_" || name == "-_"
+}
+
+/// The compile errors of a parsed selector and its result type.
+pub fn check(expr: &IdedExpr) -> (Ty, Vec<Issue>) {
+    let mut c = Checker {
+        scopes: Vec::new(),
+        issues: Vec::new(),
+    };
+    let t = c.check(expr);
+    (t, c.issues)
+}
+
+/// Upstream's result check: bool, or the unknown type; an error otherwise.
+pub fn result_error(t: &Ty) -> Option<String> {
+    match t {
+        Ty::Bool | Ty::Any | Ty::Dyn | Ty::Error => None,
+        other => Some(format!(
+            "must evaluate to bool or the unknown type, not {}",
+            other.name()
+        )),
+    }
+}
+
+/// One error as cel-go's `Error.ToDisplayString` prints it: `line` 1-based, `column`
+/// 0-based in characters.
+pub fn display_one(source: &str, line: usize, column: usize, message: &str) -> String {
+    let mut out = format!("ERROR: <input>:{line}:{}: {message}", column + 1);
+    if let Some(snippet) = source.split('\n').nth(line.saturating_sub(1)) {
+        let snippet = snippet.replace('\t', " ");
+        out.push_str("\n | ");
+        out.push_str(&snippet);
+        out.push_str("\n | ");
+        let mut chars = snippet.chars();
+        for _ in 0..column {
+            match chars.next() {
+                Some(ch) if ch.len_utf8() > 1 => out.push('\u{ff0e}'),
+                Some(_) => out.push('.'),
+                None => break,
+            }
+        }
+        match chars.next() {
+            Some(ch) if ch.len_utf8() > 1 => out.push('\u{ff3e}'),
+            _ => out.push('^'),
+        }
+    }
+    out
+}
+
+/// `(line, column)` of a character offset: line 1-based, column 0-based.
+fn location(source: &str, offset: usize) -> (usize, usize) {
+    let mut line = 1;
+    let mut col = 0;
+    for (i, ch) in source.chars().enumerate() {
+        if i == offset {
+            break;
+        }
+        if ch == '\n' {
+            line += 1;
+            col = 0;
+        } else {
+            col += 1;
+        }
+    }
+    (line, col)
+}
+
+/// The checker's issues as cel-go's `Issues.String()`: one display per error, in
+/// source order, joined by newlines.
+pub fn display(source: &str, info: &SourceInfo, issues: &[Issue]) -> String {
+    let mut located: Vec<(usize, usize, &str)> = issues
+        .iter()
+        .map(|i| {
+            let (line, col) = info
+                .offset_for(i.id)
+                .map(|(start, _)| location(source, start as usize))
+                .unwrap_or((1, 0));
+            (line, col, i.message.as_str())
+        })
+        .collect();
+    located.sort_by_key(|&(l, c, _)| (l, c));
+    located
+        .iter()
+        .map(|(l, c, m)| display_one(source, *l, *c, m))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_puts_the_caret_under_the_column() {
+        assert_eq!(
+            display_one("device.x == 1", 1, 6, "undefined field 'x'"),
+            "ERROR: <input>:1:7: undefined field 'x'\n | device.x == 1\n | ......^"
+        );
+    }
+}
