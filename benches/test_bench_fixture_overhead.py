@@ -2,8 +2,9 @@
 5,000-node basic workload, in the same run.
 
 The rounds alternate — a ``ksched simulate`` run (the fixture's untimed ``before_each``),
-then a round of the fixture, seven times (``KSCHED_BENCH_OVERHEAD_ROUNDS``) — so both
-see the same machine at the same moments; the medians of pods/s must be within 5% of
+then a round of the fixture, fifteen times (``KSCHED_BENCH_OVERHEAD_ROUNDS``), both on
+the same cluster (seed 1) — so both see the same workload on the same machine at the
+same moments; the medians of pods/s must be within 5% of
 each other (issue 22). Both figures and their ratio, with the load average, go to the
 benchmark's extra_info.
 """
@@ -19,7 +20,7 @@ from ksched.testing import BenchmarkResult
 
 NODES, PODS = 5000, 10000
 #: ``KSCHED_BENCH_OVERHEAD_ROUNDS``: more rounds steady the medians on a busy machine.
-ROUNDS = int(os.environ.get("KSCHED_BENCH_OVERHEAD_ROUNDS") or 7)
+ROUNDS = int(os.environ.get("KSCHED_BENCH_OVERHEAD_ROUNDS") or 15)
 
 
 def test_ksched_benchmark_is_within_5_percent_of_simulate(
@@ -28,7 +29,7 @@ def test_ksched_benchmark_is_within_5_percent_of_simulate(
     direct: list[float] = []
 
     def simulate_once() -> None:
-        report = simulate.run(nodes=NODES, pods=PODS, seed=len(direct) + 1, progress=False)
+        report = simulate.run(nodes=NODES, pods=PODS, seed=1, progress=False)
         assert report.scheduled == PODS
         direct.append(report.pods_per_second)
 
