@@ -26,8 +26,12 @@ The view the active scheduler decided on. A scheduler accounts each pod it place
 once (its assume cache) and binds in the background, so its bindings reach the watch
 out of order and late: when pod *P*'s binding arrives, the binding of a pod it placed
 just before may still be on its way, and pods it placed just after may already be
-there. Shadow mode therefore judges a binding ``grace`` seconds (1 s) after it arrives,
-on the snapshot with every binding seen by then *except* those of pods the active
+there. Shadow mode therefore judges a binding ``grace`` seconds (1 s) after it arrives
+— later if a pod the active scheduler decided before *P* is still pending then (created
+before *P*, of *P*'s priority or higher, at its first attempt, not gated): then it
+waits for that pod's binding, up to ten ``grace`` periods after *P*'s arrived, so a loaded
+apiserver or watch that delivers bindings seconds late does not change the view — on
+the snapshot with every binding seen by then *except* those of pods the active
 scheduler placed after *P*: pods of the shadowed schedulers created after *P* and bound
 at their first attempt (a scheduling queue takes pods of equal priority in the order
 they arrive; a pod reported unschedulable first is judged on everything seen when its
@@ -39,7 +43,7 @@ snapshot for the attempt and puts them back.
 decision it saw and are not judged.
 
 What shadow mode cannot see: the active scheduler's start index and tie-breaks (hence
-``equal_score``), a binding delayed by more than ``grace``, and the order in which it
+``equal_score``), a binding delayed by more than ten ``grace`` periods, and the order in which it
 took pods of different priorities or pods it retried (the model above is exact for
 pods of one priority at their first attempt); the log line of a ``different`` gives
 both nodes' per-plugin scores, so such a case shows. Scheduler extenders are not
@@ -106,6 +110,8 @@ _KEPT = 100_000
 #: Seconds a binding waits before it is judged (the bindings the active scheduler had
 #: in flight when it decided arrive meanwhile).
 DEFAULT_GRACE = 1.0
+#: How many ``grace`` periods a binding waits at most for the bindings before it.
+_MAX_WAIT = 10
 
 
 class ShadowError(ValueError):
@@ -250,14 +256,41 @@ class ShadowScheduler(Scheduler):
         self.judge_due(everything=True)
 
     def judge_due(self, *, everything: bool = False) -> None:
-        """Judge the bindings seen at least ``grace`` seconds ago (or all of them)."""
+        """Judge the bindings that are due (see the module docstring), or all of them."""
         now = self._clock()
-        while self._due and (everything or self._due[0][0] + self.grace <= now):
-            _, pod, node = self._due.popleft()
+        first_pending = self._first_pending()
+        while self._due:
+            seen, pod, node = self._due[0]
+            if not everything and (
+                seen + self.grace > now
+                or (seen + _MAX_WAIT * self.grace > now and self._waits_for(pod, first_pending))
+            ):
+                break
+            self._due.popleft()
             self._judge_binding(pod, node)
-        horizon = now - 10 * self.grace
+        horizon = now - 2 * _MAX_WAIT * self.grace
         for uid in [u for u, (_, t) in self._recent.items() if t < horizon]:
             del self._recent[uid]
+
+    def _first_pending(self) -> dict[int, int]:
+        """Per priority, the earliest arrival among the pending pods the active
+        scheduler has not reported unschedulable (and that are not gated)."""
+        first: dict[int, int] = {}
+        for uid, pod in self._pending.items():
+            seq = self._order.get(uid)
+            if seq is None or uid in self._retried or pod.scheduling_gates:
+                continue
+            if seq < first.get(pod.priority, seq + 1):
+                first[pod.priority] = seq
+        return first
+
+    def _waits_for(self, pod: Pod, first_pending: Mapping[int, int]) -> bool:
+        """Whether a pod decided before ``pod`` (see :meth:`_first_pending`) is
+        still pending: its binding is late, and the view would miss it."""
+        seq = self._order.get(pod.uid)
+        if seq is None or pod.uid in self._retried:
+            return False
+        return any(p >= pod.priority and s < seq for p, s in first_pending.items())
 
     def stop(self) -> None:
         self._stopped.set()
@@ -344,7 +377,8 @@ class ShadowScheduler(Scheduler):
     def _judge_binding(self, pod: Pod, node: str) -> None:
         uid = pod.uid
         seq = self._order.pop(uid, None)
-        self._recent.pop(uid, None)
+        # Its entry in ``_recent`` stays until the horizon: a pod decided before it whose
+        # binding arrived after its own is judged later, on a view without it.
         if uid in self._judged:
             return
         later: list[str] = []

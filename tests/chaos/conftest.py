@@ -19,7 +19,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from ksched.testing.controlplane import ControlPlane, ensure_binaries
+from ksched.testing.controlplane import ControlPlane
+from ksched.testing.pytest_plugin import started_control_plane
 from tests.chaos.harness import FIGURES
 
 
@@ -45,17 +46,7 @@ def pytest_terminal_summary(
 
 @pytest.fixture(scope="session")
 def chaos_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
-    if os.environ.get("KSCHED_SKIP_INTEGRATION", "") not in ("", "0"):
-        pytest.skip("KSCHED_SKIP_INTEGRATION is set")
-    capman = request.config.pluginmanager.getplugin("capturemanager")
-    if capman is not None:
-        with capman.global_and_fixture_disabled():
-            bin_dir = ensure_binaries()
-    else:
-        bin_dir = ensure_binaries()
-    cp = ControlPlane(bin_dir=bin_dir)
-    cp.start()
-    try:
+    """A control plane of the suite's own: the scenarios restart its apiserver and
+    compact its etcd, which the session's shared one must not see."""
+    with started_control_plane(request.config) as cp:
         yield cp
-    finally:
-        cp.stop()

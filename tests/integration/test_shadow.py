@@ -141,6 +141,7 @@ async def test_shadow_beside_kube_scheduler(
         upstream.stop()
 
     results = Counter(d.result for d in judged)
+    print(f"shadow beside kube-scheduler: {dict(results)}")
     assert len(judged) == PODS, results
     agree = results[SAME_NODE] + results[EQUAL_SCORE]
     assert agree >= 0.95 * PODS, results

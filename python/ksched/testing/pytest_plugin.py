@@ -29,6 +29,7 @@ config=None, plugins=None, nodes=None, pods=None, existing_pods=None, scale=1.0,
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -147,25 +148,35 @@ def ksched_control_plane_options() -> dict[str, Any]:
     return {}
 
 
-@pytest.fixture(scope="session")
-def ksched_control_plane(
-    request: pytest.FixtureRequest, ksched_control_plane_options: dict[str, Any]
-) -> Iterator[ControlPlane]:
-    """etcd + kube-apiserver v1.36 for the session (see the module docstring)."""
+@contextlib.contextmanager
+def started_control_plane(config: pytest.Config, **options: Any) -> Iterator[ControlPlane]:
+    """A started etcd + kube-apiserver v1.36 (:class:`~ksched.testing.ControlPlane`
+    with ``options``), stopped on exit; skips the test when ``KSCHED_SKIP_INTEGRATION``
+    is set. The first build of the binaries can take minutes: its progress is shown
+    instead of captured. ``ksched_control_plane`` is this for the session; a suite that
+    needs a control plane of its own (one it restarts, say) uses it directly."""
     if os.environ.get("KSCHED_SKIP_INTEGRATION", "") not in ("", "0"):
         pytest.skip("KSCHED_SKIP_INTEGRATION is set")
     from ksched.testing.controlplane import ControlPlane, ensure_binaries
 
-    # The first build can take minutes: show its progress instead of capturing it.
-    capman = request.config.pluginmanager.getplugin("capturemanager")
+    capman = config.pluginmanager.getplugin("capturemanager")
     if capman is not None:
         with capman.global_and_fixture_disabled():
             bin_dir = ensure_binaries()
     else:
         bin_dir = ensure_binaries()
-    cp = ControlPlane(bin_dir=bin_dir, **ksched_control_plane_options)
+    cp = ControlPlane(bin_dir=bin_dir, **options)
     cp.start()
     try:
         yield cp
     finally:
         cp.stop()
+
+
+@pytest.fixture(scope="session")
+def ksched_control_plane(
+    request: pytest.FixtureRequest, ksched_control_plane_options: dict[str, Any]
+) -> Iterator[ControlPlane]:
+    """etcd + kube-apiserver v1.36 for the session (see the module docstring)."""
+    with started_control_plane(request.config, **ksched_control_plane_options) as cp:
+        yield cp

@@ -269,3 +269,74 @@ def test_run_refuses_shadow_setups_it_cannot_honour(
     # "command failed" err="...", as kube-scheduler reports a startup error.
     failed = [r for r in caplog.records if r.getMessage() == "command failed"]
     assert any(error in str(r.klog_kv[2]) for r in failed)  # type: ignore[attr-defined]
+
+
+async def test_a_late_binding_of_an_earlier_pod_is_waited_for() -> None:
+    """The active scheduler decided Q, then P; P's binding reaches the watch first and
+    Q's arrives later than the grace period. P is judged once Q's binding is seen (on
+    the view with Q on its node), or ten grace periods after its own at the latest."""
+    now = [0.0]
+    c = cluster_with(2)
+    shadow = ShadowScheduler(c, profile(), seed=2, clock=lambda: now[0])
+    await shadow.start()
+    try:
+        pods = {n: c.create("pods", make_pod(n, namespace="x", cpu="1")) for n in ("q", "p", "r")}
+        await wait_for(lambda: len(shadow._pending) == 3, timeout=10)
+
+        async def bind(name: str, node: str) -> None:
+            meta = pods[name]["metadata"]
+            await c.bind(namespace="x", name=name, uid=meta["uid"], node_name=node)
+
+        await bind("p", "node-1")
+        await wait_for(lambda: len(shadow._due) == 1, timeout=10)
+        now[0] += 5 * shadow.grace
+        shadow.judge_due()
+        assert not shadow.decisions, "judged P while Q's binding was still on its way"
+
+        await bind("q", "node-0")
+        await wait_for(lambda: len(shadow._due) == 2, timeout=10)
+        now[0] += shadow.grace
+        shadow.judge_due()
+        by_pod = {d.pod: d for d in shadow.decisions}
+        # With Q on node-0, node-1 is P's only best node: the same node as the active one.
+        assert by_pod["x/p"].result == SAME_NODE, by_pod["x/p"]
+        assert by_pod["x/q"].result in (SAME_NODE, EQUAL_SCORE)
+
+        # R is created before S; S's binding waits for R's, ten grace periods at most.
+        c.create("pods", make_pod("s", namespace="x", cpu="1"))
+        await wait_for(lambda: len(shadow._pending) == 2, timeout=10)
+        s = next(o for o in c.objects("pods") if o["metadata"]["name"] == "s")
+        await c.bind(namespace="x", name="s", uid=s["metadata"]["uid"], node_name="node-1")
+        await wait_for(lambda: len(shadow._due) == 1, timeout=10)
+        now[0] += 9 * shadow.grace
+        shadow.judge_due()
+        assert "x/s" not in {d.pod for d in shadow.decisions}
+        now[0] += 1.5 * shadow.grace
+        shadow.judge_due()
+        assert "x/s" in {d.pod for d in shadow.decisions}
+    finally:
+        await shadow.shutdown()
+
+
+async def test_a_pod_decided_later_but_judged_first_stays_out_of_the_view() -> None:
+    """Q, P, L decided in that order (Q on node-0, P on node-1, L on node-1); the
+    bindings arrive L, P, Q. L is judged first, and P's view must still leave L out."""
+    now = [0.0]
+    c = cluster_with(2)
+    shadow = ShadowScheduler(c, profile(), seed=2, clock=lambda: now[0])
+    await shadow.start()
+    try:
+        pods = {n: c.create("pods", make_pod(n, namespace="x", cpu="1")) for n in ("q", "p", "l")}
+        await wait_for(lambda: len(shadow._pending) == 3, timeout=10)
+        for name, node in (("l", "node-1"), ("p", "node-1"), ("q", "node-0")):
+            uid = pods[name]["metadata"]["uid"]
+            await c.bind(namespace="x", name=name, uid=uid, node_name=node)
+        await wait_for(lambda: len(shadow._due) == 3, timeout=10)
+        now[0] += 2 * shadow.grace
+        shadow.judge_due()
+        by_pod = {d.pod: d for d in shadow.decisions}
+        assert [d.pod for d in shadow.decisions] == ["x/l", "x/p", "x/q"]
+        assert by_pod["x/p"].result == SAME_NODE, by_pod["x/p"]
+        assert by_pod["x/l"].result == EQUAL_SCORE, by_pod["x/l"]
+    finally:
+        await shadow.shutdown()
