@@ -701,17 +701,23 @@ class SchedulingQueue:
         """Move pods from unschedulablePods/backoffQ to activeQ (``ForceActivate``). An
         in-flight pod gets the event recorded, so it comes back when it fails."""
         for uid in uids:
-            info = self._unschedulable.get(uid) or self._backoff_uids.get(uid)
-            if info is not None:
-                from_backoff = uid in self._backoff_uids
-                self._unschedulable.pop(uid, None)
-                self._backoff_uids.pop(uid, None)
-                if not self._move_to_active(info, FORCE_ACTIVATE, from_backoff=from_backoff):
-                    continue
-            elif uid in self._in_flight:
+            if self._activate_one(uid):
+                continue
+            if uid in self._in_flight:
                 pod = self._in_flight[uid][0].pod
                 self._event_seq += 1
                 self._events.append((self._event_seq, EVENT_FORCE_ACTIVATE, None, pod))
+
+    def _activate_one(self, uid: str) -> bool:
+        """Upstream ``activate``: a pod of unschedulablePods or backoffQ to activeQ
+        (through PreEnqueue); whether it was found there (even if it stays gated)."""
+        info = self._unschedulable.get(uid) or self._backoff_uids.get(uid)
+        if info is None:
+            return False
+        from_backoff = uid in self._backoff_uids
+        self._unschedulable.pop(uid, None)
+        self._backoff_uids.pop(uid, None)
+        return self._move_to_active(info, FORCE_ACTIVATE, from_backoff=from_backoff)
 
     def move_all_to_active_or_backoff(
         self,
@@ -778,7 +784,9 @@ class SchedulingQueue:
         taking its other members. It is activated first (out of unschedulablePods or
         backoffQ, through PreEnqueue); None when it is not in activeQ then (unknown,
         gated, already in flight)."""
-        self.activate((uid,))
+        # Upstream ``PopSpecificPod`` calls the internal ``activate``: an in-flight pod
+        # gets no ForceActivate event recorded (unlike ``Activate``).
+        self._activate_one(uid)
         info = self._active_uids.pop(uid, None)
         if info is None:
             return None

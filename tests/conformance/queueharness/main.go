@@ -1,0 +1,421 @@
+// Command ksched-queue-conformance runs kube-scheduler v1.36.5's own scheduling queue on
+// cases of cluster events and reports, after every step, which sub-queue holds the case's
+// pod. It is the upstream side of ksched's queueing-hint differential test
+// (tests/conformance/queue.py).
+//
+// The queue is the real one: scheduler.New on an empty fake clientset builds the default
+// profile's frameworks with their real plugins, the queueing hint map from the plugins'
+// own EventsToRegister (buildQueueingHintMap, including its extra Node/UpdateNodeTaint
+// registrations), the PreEnqueue plugins, and the PriorityQueue with a fake clock the
+// case advances. The informers are not started: events are delivered to the queue by
+// deliver(), which makes exactly the queue calls of upstream's event handlers
+// (pkg/scheduler/eventhandlers.go with SchedulerQueueingHints on: addNodeToCache,
+// updateNodeInCache, deleteNodeFromCache, addPod, updatePod, deletePod and the
+// buildEvtResHandler handlers of the other kinds). The cache work of those handlers is
+// left out: no hint of the plugins compared here reads the scheduler's cache.
+//
+// Input: one JSON case per line; output: one JSON result per line, in order.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
+	"k8s.io/kubernetes/pkg/scheduler"
+	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+// Step is one thing that happens to the queue.
+type Step struct {
+	// Op: "add" (the case's pod is created), "pop" (PopSpecificPod of the case's pod),
+	// "fail" (the popped pod's attempt failed, rejected by Unschedulable/Pending
+	// plugins), "tick" (the clock advances Seconds), "event" (a cluster event).
+	Op            string   `json:"op"`
+	Unschedulable []string `json:"unschedulable,omitempty"`
+	Pending       []string `json:"pending,omitempty"`
+	Seconds       float64  `json:"seconds,omitempty"`
+	// Kind is "Pod", "Node", "PersistentVolumeClaim", "PersistentVolume",
+	// "StorageClass" or "CSINode"; Action "add", "update" or "delete".
+	Kind   string          `json:"kind,omitempty"`
+	Action string          `json:"action,omitempty"`
+	Old    json.RawMessage `json:"old,omitempty"`
+	New    json.RawMessage `json:"new,omitempty"`
+}
+
+// Case is one input line.
+type Case struct {
+	ID    string          `json:"id"`
+	Pod   json.RawMessage `json:"pod"`
+	Steps []Step          `json:"steps"`
+}
+
+// Result is one output line: Where[i] is where the case's pod is after Steps[i]
+// ("active", "backoff", "unschedulable", "gated", "in-flight" or "absent").
+type Result struct {
+	ID    string   `json:"id"`
+	Error string   `json:"error,omitempty"`
+	Where []string `json:"where"`
+}
+
+// start is the fake clock's origin: a whole second, as ksched's side starts at 0.0.
+var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func main() {
+	verbosity := flag.Int("v", -1, "log at this klog verbosity on stderr (default: no logs)")
+	flag.Parse()
+	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	if *verbosity >= 0 {
+		_ = klogFlags.Set("v", fmt.Sprint(*verbosity))
+	} else {
+		klog.SetOutput(io.Discard)
+		_ = klogFlags.Set("logtostderr", "false")
+		_ = klogFlags.Set("stderrthreshold", "FATAL")
+	}
+	// As the scheduling harness: preemption runs synchronously.
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{
+		string(features.SchedulerAsyncPreemption): false,
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "ksched-queue-conformance:", err)
+		os.Exit(2)
+	}
+	dec := json.NewDecoder(bufio.NewReader(os.Stdin))
+	out := bufio.NewWriter(os.Stdout)
+	enc := json.NewEncoder(out)
+	for {
+		var c Case
+		if err := dec.Decode(&c); err == io.EOF {
+			break
+		} else if err != nil {
+			fmt.Fprintln(os.Stderr, "ksched-queue-conformance: reading a case:", err)
+			os.Exit(2)
+		}
+		if err := enc.Encode(runCase(c)); err != nil {
+			fmt.Fprintln(os.Stderr, "ksched-queue-conformance: writing a result:", err)
+			os.Exit(2)
+		}
+		if err := out.Flush(); err != nil {
+			fmt.Fprintln(os.Stderr, "ksched-queue-conformance:", err)
+			os.Exit(2)
+		}
+	}
+}
+
+type run struct {
+	ctx    context.Context
+	logger klog.Logger
+	clock  *testingclock.FakeClock
+	sched  *scheduler.Scheduler
+	q      internalqueue.SchedulingQueue
+	pod    *v1.Pod
+	popped *framework.QueuedPodInfo
+	// gone: the case's pod was deleted.
+	gone bool
+}
+
+func runCase(c Case) (res Result) {
+	res.ID = c.ID
+	defer func() {
+		if r := recover(); r != nil {
+			res = Result{ID: c.ID, Error: fmt.Sprintf("panic: %v", r)}
+		}
+	}()
+	var pod v1.Pod
+	if err := json.Unmarshal(c.Pod, &pod); err != nil {
+		res.Error = "pod: " + err.Error()
+		return res
+	}
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
+	defer cancel()
+	client := fake.NewClientset()
+	informerFactory := scheduler.NewInformerFactory(client, 0)
+	clk := testingclock.NewFakeClock(start)
+	sched, err := scheduler.New(ctx, client, informerFactory, nil,
+		func(string) events.EventRecorderLogger { return events.NewFakeRecorder(100) },
+		scheduler.WithClock(clk),
+	)
+	if err != nil {
+		res.Error = "scheduler.New: " + err.Error()
+		return res
+	}
+	r := &run{ctx: ctx, logger: klog.FromContext(ctx), clock: clk, sched: sched, q: sched.SchedulingQueue, pod: &pod}
+	for i, s := range c.Steps {
+		if err := r.step(s); err != nil {
+			res.Error = fmt.Sprintf("step %d: %v", i, err)
+			return res
+		}
+		res.Where = append(res.Where, r.where())
+	}
+	return res
+}
+
+func (r *run) step(s Step) error {
+	switch s.Op {
+	case "add":
+		r.deliverPod("add", nil, r.pod)
+	case "pop":
+		if info := r.q.PopSpecificPod(r.logger, r.pod); info != nil {
+			r.popped = info
+		}
+	case "fail":
+		if r.popped == nil || !r.inFlight() {
+			return nil
+		}
+		info := r.popped
+		r.popped = nil
+		if r.gone || assigned(r.pod) {
+			// handleSchedulingFailure: a pod deleted or bound meanwhile is not requeued.
+			r.q.Done(info.Pod.UID)
+			return nil
+		}
+		info.UnschedulablePlugins = sets.New(s.Unschedulable...)
+		info.PendingPlugins = sets.New(s.Pending...)
+		// schedule_one.go handleSchedulingFailure: the queue gets the informer's latest
+		// version of the pod.
+		info.PodInfo, _ = framework.NewPodInfo(r.pod)
+		if err := r.q.AddUnschedulableIfNotPresent(r.logger, info, r.q.SchedulingCycle()); err != nil {
+			return nil // already queued again (an update re-added it): as upstream, ignored
+		}
+	case "tick":
+		r.clock.Step(time.Duration(s.Seconds * float64(time.Second)))
+	case "event":
+		return r.deliver(s)
+	default:
+		return fmt.Errorf("unknown op %q", s.Op)
+	}
+	return nil
+}
+
+func (r *run) inFlight() bool {
+	for _, p := range r.q.InFlightPods() {
+		if p.UID == r.pod.UID {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *run) where() string {
+	has := func(pods []*v1.Pod) bool {
+		for _, p := range pods {
+			if p.UID == r.pod.UID {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has(r.q.PodsInActiveQ()):
+		return "active"
+	case has(r.q.PodsInBackoffQ()):
+		return "backoff"
+	case has(r.q.UnschedulablePods()):
+		if info, ok := r.q.GetPod(r.pod.Name, r.pod.Namespace); ok && info.Gated() {
+			return "gated"
+		}
+		return "unschedulable"
+	case r.inFlight():
+		return "in-flight"
+	}
+	return "absent"
+}
+
+func decode[T any](raw json.RawMessage) (*T, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+func (r *run) deliver(s Step) error {
+	switch s.Kind {
+	case "Pod":
+		old, err := decode[v1.Pod](s.Old)
+		if err != nil {
+			return err
+		}
+		pod, err := decode[v1.Pod](s.New)
+		if err != nil {
+			return err
+		}
+		// The case's pod: later steps use its latest version.
+		if pod != nil && pod.UID == r.pod.UID {
+			r.pod = pod
+		}
+		if s.Action == "delete" && old != nil && old.UID == r.pod.UID {
+			r.gone = true
+		}
+		r.deliverPod(s.Action, old, pod)
+		return nil
+	case "Node":
+		old, err := decode[v1.Node](s.Old)
+		if err != nil {
+			return err
+		}
+		node, err := decode[v1.Node](s.New)
+		if err != nil {
+			return err
+		}
+		switch s.Action {
+		case "add": // addNodeToCache
+			r.q.MoveAllToActiveOrBackoffQueue(r.logger, fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}, nil, node, nil)
+		case "update": // updateNodeInCache
+			for _, evt := range framework.NodeSchedulingPropertiesChange(node, old) {
+				r.q.MoveAllToActiveOrBackoffQueue(r.logger, evt, old, node, nil)
+			}
+		case "delete": // deleteNodeFromCache
+			r.q.MoveAllToActiveOrBackoffQueue(r.logger, fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Delete}, old, nil, nil)
+		}
+		return nil
+	}
+	var oldObj, newObj interface{}
+	var err error
+	switch s.Kind {
+	case "PersistentVolumeClaim":
+		oldObj, newObj, err = decodePair[v1.PersistentVolumeClaim](s)
+	case "PersistentVolume":
+		oldObj, newObj, err = decodePair[v1.PersistentVolume](s)
+	case "StorageClass":
+		oldObj, newObj, err = decodePair[storagev1.StorageClass](s)
+	case "CSINode":
+		oldObj, newObj, err = decodePair[storagev1.CSINode](s)
+	default:
+		return fmt.Errorf("unknown kind %q", s.Kind)
+	}
+	if err != nil {
+		return err
+	}
+	// buildEvtResHandler: a handler exists only for the actions some plugin registered.
+	resource := fwk.EventResource(s.Kind)
+	registered := r.registeredActions(resource)
+	switch s.Action {
+	case "add":
+		if registered&fwk.Add != 0 {
+			r.q.MoveAllToActiveOrBackoffQueue(r.logger, fwk.ClusterEvent{Resource: resource, ActionType: fwk.Add}, nil, newObj, nil)
+		}
+	case "update":
+		if registered&fwk.Update != 0 {
+			r.q.MoveAllToActiveOrBackoffQueue(r.logger, fwk.ClusterEvent{Resource: resource, ActionType: fwk.Update}, oldObj, newObj, nil)
+		}
+	case "delete":
+		if registered&fwk.Delete != 0 {
+			r.q.MoveAllToActiveOrBackoffQueue(r.logger, fwk.ClusterEvent{Resource: resource, ActionType: fwk.Delete}, oldObj, nil, nil)
+		}
+	}
+	return nil
+}
+
+// registeredActions is the union of the actions the profiles' plugins register for a
+// resource (scheduler.go unionedGVKs, the gvkMap addAllEventHandlers gets).
+func (r *run) registeredActions(resource fwk.EventResource) fwk.ActionType {
+	var at fwk.ActionType
+	for _, prof := range r.sched.Profiles {
+		for _, ext := range prof.EnqueueExtensions() {
+			evts, _ := ext.EventsToRegister(r.ctx)
+			for _, e := range evts {
+				if e.Event.Resource == resource {
+					at |= e.Event.ActionType
+				}
+			}
+		}
+	}
+	return at
+}
+
+func decodePair[T any](s Step) (interface{}, interface{}, error) {
+	old, err := decode[T](s.Old)
+	if err != nil {
+		return nil, nil, err
+	}
+	obj, err := decode[T](s.New)
+	if err != nil {
+		return nil, nil, err
+	}
+	var o, n interface{}
+	if old != nil {
+		o = old
+	}
+	if obj != nil {
+		n = obj
+	}
+	return o, n, nil
+}
+
+func (r *run) responsible(pod *v1.Pod) bool {
+	return r.sched.Profiles.HandlesSchedulerName(pod.Spec.SchedulerName)
+}
+
+func assigned(pod *v1.Pod) bool { return pod.Spec.NodeName != "" }
+
+func lePriority(priority int32) internalqueue.PreEnqueueCheck {
+	return func(pod *v1.Pod) bool { return corev1helpers.PodPriority(pod) <= priority }
+}
+
+var eventAssignedPodDelete = framework.EventAssignedPodDelete
+
+// deliverPod makes the queue calls of eventhandlers.go addPod / updatePod / deletePod.
+func (r *run) deliverPod(action string, old, pod *v1.Pod) {
+	q, logger := r.q, r.logger
+	switch action {
+	case "add":
+		if assigned(pod) { // addAssignedPodToCache
+			q.MoveAllToActiveOrBackoffQueue(logger, framework.EventAssignedPodAdd, nil, pod, nil)
+		} else if r.responsible(pod) { // addPodToSchedulingQueue
+			q.Add(r.ctx, pod)
+			if utilfeature.DefaultFeatureGate.Enabled(features.GangScheduling) {
+				q.MoveAllToActiveOrBackoffQueue(logger, framework.EventUnscheduledPodAdd, nil, pod, nil)
+			}
+		}
+	case "update":
+		switch {
+		case assigned(old): // updateAssignedPodInCache
+			for _, evt := range framework.PodSchedulingPropertiesChange(pod, old) {
+				q.MoveAllToActiveOrBackoffQueue(logger, evt, old, pod, nil)
+			}
+		case assigned(pod):
+			q.MoveAllToActiveOrBackoffQueue(logger, framework.EventAssignedPodAdd, nil, pod, nil)
+			if r.responsible(old) { // deletePodFromSchedulingQueue(oldPod, inBinding=true)
+				q.Delete(old)
+			}
+		case r.responsible(old): // updatePodInSchedulingQueue
+			if old.ResourceVersion == pod.ResourceVersion {
+				return
+			}
+			q.Update(r.ctx, old, pod)
+			if len(old.Status.NominatedNodeName) > 0 && old.Status.NominatedNodeName != pod.Status.NominatedNodeName {
+				q.MoveAllToActiveOrBackoffQueue(logger, eventAssignedPodDelete, old, nil, lePriority(corev1helpers.PodPriority(old)))
+			}
+		}
+	case "delete":
+		if assigned(old) { // deleteAssignedPodFromCache
+			q.MoveAllToActiveOrBackoffQueue(logger, eventAssignedPodDelete, old, nil, nil)
+		} else if r.responsible(old) { // deletePodFromSchedulingQueue(pod, false)
+			q.Delete(old)
+			if old.Status.NominatedNodeName != "" {
+				q.MoveAllToActiveOrBackoffQueue(logger, eventAssignedPodDelete, old, nil, lePriority(corev1helpers.PodPriority(old)))
+			}
+		}
+	}
+}
