@@ -513,6 +513,10 @@ class SchedulingQueue:
 
     # ---- queueing hints ------------------------------------------------------------
 
+    def is_event_of_interest(self, event: ClusterEvent) -> bool:
+        """Upstream ``isEventOfInterest``: some plugin registered an event it matches."""
+        return self._is_event_of_interest(event)
+
     def _is_event_of_interest(self, event: ClusterEvent) -> bool:
         cached = self._interest.get(event)
         if cached is None:
@@ -674,17 +678,14 @@ class SchedulingQueue:
         previous = old or info.pod
         info.pod, info.compiled = pod, compiled or compile_pod(pod)
         self.nominator.update(previous, pod)
-        strategy = QueueingStrategy.SKIP
-        label = _POD_UPDATE
+        # Upstream ``Update`` for a pod in unschedulablePods: each event in turn, the
+        # first that moves the pod to activeQ (or backoffQ) ends it; unlike a cluster
+        # event, the gating plugin's events do not pre-filter a gated pod's own update.
         for ev in pod_scheduling_properties_change(previous, pod):
-            if info.gating_plugin and not match_any_cluster_event(ev, info.gating_plugin_events):
-                continue
-            s = self.worth_requeuing(info, ev, previous, pod)
-            if s > strategy:
-                strategy, label = s, ev.label
-        if strategy != QueueingStrategy.SKIP:
-            self._unschedulable.pop(uid, None)
-            self._requeue(info, strategy, label)
+            strategy = self.worth_requeuing(info, ev, previous, pod)
+            where = self._requeue(info, strategy, ev.label)
+            if where == ACTIVE or (self.pop_from_backoff and where == BACKOFF):
+                break
 
     def delete(self, uid: str) -> None:
         """The pod was deleted or bound: forget it (an in-flight pod is marked)."""
