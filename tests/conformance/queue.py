@@ -335,8 +335,8 @@ class _Gen:
                 if not spec["schedulingGates"]:
                     del spec["schedulingGates"]
         elif what == "same-rv":
-            new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-            meta["labels"] = self.labels(1.0)
+            # A resync: the informer delivers the object it holds again.
+            new = copy.deepcopy(old)
         elif what == "bind":
             if self.nodes:
                 spec["nodeName"] = rng.choice(sorted(self.nodes))
