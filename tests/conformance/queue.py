@@ -71,6 +71,11 @@ def binary() -> Path:
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
+DRIVER = "ebs.csi.aws.com"
+STORAGE_CLASSES = ("sc-wait", "sc-now")
+CLAIMS = ("claim-1", "claim-2")
+VOLUMES = ("pv-1", "pv-2")
+STORAGE_KINDS = ("StorageClass", "PersistentVolumeClaim", "PersistentVolume", "CSINode")
 LABEL_KEYS = ("app", "tier", "team")
 LABEL_VALUES = ("a", "b", "c")
 NAMESPACES = ("default", "other")
@@ -83,6 +88,7 @@ class _Gen:
         self.serial = 0
         self.nodes: dict[str, Obj] = {}
         self.pods: dict[str, Obj] = {}  # other pods, by uid
+        self.storage: dict[tuple[str, str], Obj] = {}
 
     def next_rv(self) -> str:
         self.rv += 1
@@ -122,7 +128,7 @@ class _Gen:
     def tolerations(self) -> list[Obj]:
         rng = self.rng
         out = []
-        for key in ("dedicated", "gpu"):
+        for key in ("dedicated", "gpu", "node.kubernetes.io/unschedulable"):
             if rng.random() < 0.3:
                 t: Obj = {"key": key}
                 if rng.random() < 0.5:
@@ -203,6 +209,120 @@ class _Gen:
                 meta["annotations"] = {"note": rng.choice(("1", "2", "3"))}
         return new
 
+    # ---- storage -------------------------------------------------------------------
+
+    def storage_class(self, name: str) -> Obj:
+        rng = self.rng
+        sc: Obj = {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": self.next_rv()},
+            "provisioner": DRIVER,
+            "volumeBindingMode": rng.choice(("WaitForFirstConsumer", "Immediate")),
+        }
+        if rng.random() < 0.4:
+            sc["allowedTopologies"] = [
+                {"matchLabelExpressions": [{"key": ZONE, "values": [rng.choice(("z1", "z2"))]}]}
+            ]
+        return sc
+
+    def claim(self, name: str) -> Obj:
+        rng = self.rng
+        pvc: Obj = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {
+                "name": name,
+                "namespace": "default" if rng.random() < 0.8 else "other",
+                "uid": f"uid-{name}",
+                "resourceVersion": self.next_rv(),
+            },
+            "spec": {
+                "accessModes": [rng.choice(("ReadWriteOnce", "ReadWriteOncePod"))],
+                "resources": {"requests": {"storage": "1Gi"}},
+                "storageClassName": rng.choice(STORAGE_CLASSES),
+            },
+            "status": {"phase": "Pending"},
+        }
+        if rng.random() < 0.5:
+            pvc["spec"]["volumeName"] = rng.choice(VOLUMES)
+            pvc["status"]["phase"] = "Bound"
+        return pvc
+
+    def volume(self, name: str) -> Obj:
+        rng = self.rng
+        pv: Obj = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": self.next_rv()},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": rng.choice(STORAGE_CLASSES),
+                "csi": {"driver": DRIVER, "volumeHandle": f"h-{name}"},
+            },
+            "status": {"phase": rng.choice(("Available", "Bound"))},
+        }
+        if rng.random() < 0.5:
+            zone = rng.choice(("z1", "z2"))
+            pv["spec"]["nodeAffinity"] = {
+                "required": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}
+                    ]
+                }
+            }
+        if rng.random() < 0.4:
+            pv["metadata"]["labels"] = {ZONE: rng.choice(("z1", "z2"))}
+        return pv
+
+    def csi_node(self, name: str) -> Obj:
+        rng = self.rng
+        obj: Obj = {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSINode",
+            "metadata": {"name": name, "uid": f"uid-csi-{name}", "resourceVersion": self.next_rv()},
+            "spec": {"drivers": []},
+        }
+        if rng.random() < 0.8:
+            obj["spec"]["drivers"] = [
+                {
+                    "name": DRIVER,
+                    "nodeID": name,
+                    "allocatable": {"count": rng.choice((0, 1, 2, 10))},
+                }
+            ]
+        if rng.random() < 0.3:
+            obj["metadata"]["annotations"] = {
+                "storage.alpha.kubernetes.io/migrated-plugins": rng.choice(
+                    ("kubernetes.io/aws-ebs", "kubernetes.io/gce-pd")
+                )
+            }
+        return obj
+
+    def storage_object(self, kind: str, name: str) -> Obj:
+        return {
+            "StorageClass": self.storage_class,
+            "PersistentVolumeClaim": self.claim,
+            "PersistentVolume": self.volume,
+            "CSINode": self.csi_node,
+        }[kind](name)
+
+    def update_storage(self, kind: str, old: Obj) -> Obj:
+        """A change the API allows (or a fresh object with the same name and uid)."""
+        rng = self.rng
+        new = self.storage_object(kind, old["metadata"]["name"])
+        new["metadata"]["uid"] = old["metadata"]["uid"]
+        if kind == "StorageClass":
+            # Only allowedTopologies may differ in a real update (the mode is immutable).
+            new["volumeBindingMode"] = old["volumeBindingMode"]
+        elif kind == "PersistentVolumeClaim":
+            new["metadata"]["namespace"] = old["metadata"]["namespace"]
+            new["spec"]["accessModes"] = old["spec"]["accessModes"]
+            if rng.random() < 0.5:
+                new["spec"]["storageClassName"] = old["spec"]["storageClassName"]
+        return new
+
     def affinity(self, p: float) -> Obj | None:
         rng = self.rng
         aff: Obj = {}
@@ -241,7 +361,10 @@ class _Gen:
                 "requests": {"cpu": rng.choice(("100m", "500m", "1")), "memory": "100Mi"}
             }
         if rng.random() < 0.2:
-            container["ports"] = [{"containerPort": 80, "hostPort": rng.choice((80, 81))}]
+            port: Obj = {"containerPort": 80, "hostPort": rng.choice((80, 81))}
+            if rng.random() < 0.3:
+                port["hostIP"] = rng.choice(("10.0.0.1", "10.0.0.2"))
+            container["ports"] = [port]
         pod: Obj = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -260,6 +383,20 @@ class _Gen:
         }
         if labels := self.labels():
             pod["metadata"]["labels"] = labels
+        if rng.random() < 0.3:
+            pod["spec"]["volumes"] = [
+                {"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}}
+                for i, c in enumerate(rng.sample(CLAIMS, rng.randint(1, 2)))
+            ]
+        if rng.random() < 0.1:
+            pod["spec"]["initContainers"] = [
+                {
+                    "name": "sidecar",
+                    "image": "img",
+                    "restartPolicy": "Always",
+                    "ports": [{"containerPort": 81, "hostPort": 81}],
+                }
+            ]
         if tolerations := self.tolerations():
             pod["spec"]["tolerations"] = tolerations
         if aff := self.affinity(0.5 if target else 0.2):
@@ -321,7 +458,10 @@ class _Gen:
         elif what == "tolerate":
             spec["tolerations"] = [
                 *(spec.get("tolerations") or []),
-                {"key": rng.choice(("dedicated", "gpu")), "operator": "Exists"},
+                {
+                    "key": rng.choice(("dedicated", "gpu", "node.kubernetes.io/unschedulable")),
+                    "operator": "Exists",
+                },
             ]
         elif what == "resources":
             c = spec["containers"][0]
@@ -360,6 +500,19 @@ def generate(seed: int, index: int) -> Obj:
         p = g.other_pod(assigned=True)
         g.pods[p["metadata"]["uid"]] = p
         steps.append({"op": "event", "kind": "Pod", "action": "add", "new": p})
+    for kind in STORAGE_KINDS:
+        if rng.random() < 0.5:
+            continue
+        names = {
+            "StorageClass": STORAGE_CLASSES,
+            "PersistentVolumeClaim": CLAIMS,
+            "PersistentVolume": VOLUMES,
+            "CSINode": tuple(sorted(g.nodes)),
+        }[kind]
+        for name in names:
+            if rng.random() < 0.6:
+                obj = g.storage[(kind, name)] = g.storage_object(kind, name)
+                steps.append({"op": "event", "kind": kind, "action": "add", "new": obj})
     target = g.pod("target", target=True)
     steps.append({"op": "add"})
     first = len(steps)
@@ -388,6 +541,28 @@ def generate(seed: int, index: int) -> Obj:
             n = g.node()
             g.nodes[n["metadata"]["name"]] = n
             steps.append({"op": "event", "kind": "Node", "action": "add", "new": n})
+        elif r < 0.45:
+            kind = rng.choice(STORAGE_KINDS)
+            name = rng.choice(
+                {
+                    "StorageClass": STORAGE_CLASSES,
+                    "PersistentVolumeClaim": CLAIMS,
+                    "PersistentVolume": VOLUMES,
+                    "CSINode": tuple(sorted(g.nodes)) or ("node-1",),
+                }[kind]
+            )
+            old = g.storage.get((kind, name))
+            if old is None:
+                new = g.storage[(kind, name)] = g.storage_object(kind, name)
+                steps.append({"op": "event", "kind": kind, "action": "add", "new": new})
+            elif rng.random() < 0.25:
+                del g.storage[(kind, name)]
+                steps.append({"op": "event", "kind": kind, "action": "delete", "old": old})
+            else:
+                new = g.storage[(kind, name)] = g.update_storage(kind, old)
+                steps.append(
+                    {"op": "event", "kind": kind, "action": "update", "old": old, "new": new}
+                )
         elif r < 0.52 and g.nodes:
             name = rng.choice(sorted(g.nodes))
             old = g.nodes[name]
@@ -425,6 +600,15 @@ def generate(seed: int, index: int) -> Obj:
 
 
 # ---- ksched's side ---------------------------------------------------------------------
+
+
+INFORMER_KINDS = {
+    "PersistentVolumeClaim": "persistentvolumeclaims",
+    "PersistentVolume": "persistentvolumes",
+    "StorageClass": "storageclasses",
+    "CSINode": "csinodes",
+    "CSIDriver": "csidrivers",
+}
 
 
 def _key(obj: Obj) -> str:
@@ -494,7 +678,10 @@ class KschedQueue:
             elif kind == "Node":
                 informer = self.sched.node_informer
             else:
-                informer = self.sched.shared_informers.get(kind).informer
+                try:
+                    informer = self.sched.shared_informers.get(INFORMER_KINDS[kind]).informer
+                except RuntimeError:
+                    return  # nothing registered for the kind: not watched (as upstream)
             self._deliver(informer, action, old, new)
         else:
             raise ValueError(f"unknown op {op!r}")
@@ -547,8 +734,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--show", type=int, default=3, help="disagreements to print")
     args = parser.parse_args(argv)
+    from collections import Counter
+
     agree = 0
     shown = 0
+    moves: Counter[str] = Counter()
     errors = 0
     with Upstream(binary()) as up:
         for case, theirs, ours, error in compare(
@@ -558,6 +748,10 @@ def main(argv: list[str] | None = None) -> int:
                 errors += 1
                 print("upstream error", case["id"], error)
                 continue
+            for i in range(1, len(theirs)):
+                s = case["steps"][i]
+                if theirs[i - 1] in ("unschedulable", "gated") and theirs[i] != theirs[i - 1]:
+                    moves[f"{s.get('kind', s['op'])}/{s.get('action', '')}"] += 1
             d = first_difference(theirs, ours)
             if d is None:
                 agree += 1
@@ -570,6 +764,9 @@ def main(argv: list[str] | None = None) -> int:
                     print("   ", json.dumps(s, sort_keys=True)[:600])
                 print("  upstream:", theirs)
                 print("  ksched:  ", ours)
+    print("steps that moved the pod out of unschedulablePods upstream, by step:")
+    for what, n in sorted(moves.items()):
+        print(f"  {what:32} {n}")
     print(f"{agree}/{args.cases} cases agree ({errors} upstream errors)")
     return 0 if agree == args.cases else 1
 

@@ -31,7 +31,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
@@ -120,13 +122,14 @@ func main() {
 }
 
 type run struct {
-	ctx    context.Context
-	logger klog.Logger
-	clock  *testingclock.FakeClock
-	sched  *scheduler.Scheduler
-	q      internalqueue.SchedulingQueue
-	pod    *v1.Pod
-	popped *framework.QueuedPodInfo
+	ctx       context.Context
+	informers informers.SharedInformerFactory
+	logger    klog.Logger
+	clock     *testingclock.FakeClock
+	sched     *scheduler.Scheduler
+	q         internalqueue.SchedulingQueue
+	pod       *v1.Pod
+	popped    *framework.QueuedPodInfo
 	// gone: the case's pod was deleted.
 	gone bool
 }
@@ -156,7 +159,7 @@ func runCase(c Case) (res Result) {
 		res.Error = "scheduler.New: " + err.Error()
 		return res
 	}
-	r := &run{ctx: ctx, logger: klog.FromContext(ctx), clock: clk, sched: sched, q: sched.SchedulingQueue, pod: &pod}
+	r := &run{ctx: ctx, informers: informerFactory, logger: klog.FromContext(ctx), clock: clk, sched: sched, q: sched.SchedulingQueue, pod: &pod}
 	for i, s := range c.Steps {
 		if err := r.step(s); err != nil {
 			res.Error = fmt.Sprintf("step %d: %v", i, err)
@@ -292,23 +295,48 @@ func (r *run) deliver(s Step) error {
 	}
 	var oldObj, newObj interface{}
 	var err error
+	var indexer cache.Indexer
 	switch s.Kind {
 	case "PersistentVolumeClaim":
 		oldObj, newObj, err = decodePair[v1.PersistentVolumeClaim](s)
+		indexer = r.informers.Core().V1().PersistentVolumeClaims().Informer().GetIndexer()
 	case "PersistentVolume":
 		oldObj, newObj, err = decodePair[v1.PersistentVolume](s)
+		indexer = r.informers.Core().V1().PersistentVolumes().Informer().GetIndexer()
 	case "StorageClass":
 		oldObj, newObj, err = decodePair[storagev1.StorageClass](s)
+		indexer = r.informers.Storage().V1().StorageClasses().Informer().GetIndexer()
 	case "CSINode":
 		oldObj, newObj, err = decodePair[storagev1.CSINode](s)
+		indexer = r.informers.Storage().V1().CSINodes().Informer().GetIndexer()
+	case "CSIDriver":
+		oldObj, newObj, err = decodePair[storagev1.CSIDriver](s)
+		indexer = r.informers.Storage().V1().CSIDrivers().Informer().GetIndexer()
 	default:
 		return fmt.Errorf("unknown kind %q", s.Kind)
 	}
 	if err != nil {
 		return err
 	}
+	// The informer's store holds the object before its handlers run, as the plugins'
+	// listers read it.
+	switch s.Action {
+	case "add", "update":
+		err = indexer.Update(newObj)
+	case "delete":
+		err = indexer.Delete(oldObj)
+	}
+	if err != nil {
+		return err
+	}
 	// buildEvtResHandler: a handler exists only for the actions some plugin registered.
-	resource := fwk.EventResource(s.Kind)
+	resource := map[string]fwk.EventResource{
+		"PersistentVolumeClaim": fwk.PersistentVolumeClaim,
+		"PersistentVolume":      fwk.PersistentVolume,
+		"StorageClass":          fwk.StorageClass,
+		"CSINode":               fwk.CSINode,
+		"CSIDriver":             fwk.CSIDriver,
+	}[s.Kind]
 	registered := r.registeredActions(resource)
 	switch s.Action {
 	case "add":
