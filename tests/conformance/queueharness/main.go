@@ -82,6 +82,7 @@ var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func main() {
 	verbosity := flag.Int("v", -1, "log at this klog verbosity on stderr (default: no logs)")
+	dumpEvents := flag.Bool("events", false, "print the default profile's EventsToRegister per plugin as JSON and exit")
 	flag.Parse()
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
@@ -98,6 +99,13 @@ func main() {
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, "ksched-queue-conformance:", err)
 		os.Exit(2)
+	}
+	if *dumpEvents {
+		if err := printEvents(); err != nil {
+			fmt.Fprintln(os.Stderr, "ksched-queue-conformance:", err)
+			os.Exit(2)
+		}
+		return
 	}
 	dec := json.NewDecoder(bufio.NewReader(os.Stdin))
 	out := bufio.NewWriter(os.Stdout)
@@ -446,4 +454,36 @@ func (r *run) deliverPod(action string, old, pod *v1.Pod) {
 			}
 		}
 	}
+}
+
+// Registration is one entry of a plugin's EventsToRegister.
+type Registration struct {
+	Plugin   string `json:"plugin"`
+	Resource string `json:"resource"`
+	Action   int64  `json:"action"`
+	Hint     bool   `json:"hint"`
+}
+
+// printEvents writes every EventsToRegister entry of the default profile's plugins.
+func printEvents() error {
+	ctx := klog.NewContext(context.Background(), klog.Background())
+	client := fake.NewClientset()
+	sched, err := scheduler.New(ctx, client, scheduler.NewInformerFactory(client, 0), nil,
+		func(string) events.EventRecorderLogger { return events.NewFakeRecorder(100) })
+	if err != nil {
+		return err
+	}
+	var out []Registration
+	for _, prof := range sched.Profiles {
+		for _, ext := range prof.EnqueueExtensions() {
+			evts, err := ext.EventsToRegister(ctx)
+			if err != nil {
+				return err
+			}
+			for _, e := range evts {
+				out = append(out, Registration{ext.Name(), string(e.Event.Resource), int64(e.Event.ActionType), e.QueueingHintFn != nil})
+			}
+		}
+	}
+	return json.NewEncoder(os.Stdout).Encode(out)
 }
