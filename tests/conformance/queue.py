@@ -57,6 +57,7 @@ REJECTORS = (
     "InterPodAffinity",
     "NodeDeclaredFeatures",
     "DynamicResources",
+    "DefaultPreemption",
 )
 
 

@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 
-from tests.conformance.queue import binary, compare, first_difference, generate
+from ksched.backend.queue.cluster_event import NODE, ActionType
+from ksched.framework.profile import default_profile
+from ksched.scheduler import Scheduler
+from ksched.sim import InMemoryCluster
+from tests.conformance.queue import PROFILE, binary, compare, first_difference, generate
 from tests.conformance.upstream import Upstream
 
 SEED = 20261201
@@ -60,3 +65,24 @@ def test_seeded_cases_put_the_pod_where_upstreams_queue_does(queue_upstream: Ups
     # The cases visit every sub-queue, so agreement is not agreement on one answer.
     for where in ("active", "backoff", "unschedulable", "gated", "in-flight", "absent"):
         assert seen[where] >= CASES // 20, (where, seen)
+
+
+def test_the_default_profiles_registrations_are_upstreams(queue_upstream: Upstream) -> None:
+    """Every EventsToRegister entry of the default profile, as upstream's plugins return
+    them (resource, action bits, whether a hint is set), plus buildQueueingHintMap's
+    Node/UpdateNodeTaint for plugins registering Node/Add without it."""
+    out = subprocess.run(
+        [str(queue_upstream.path), "-events"], capture_output=True, check=True, timeout=120
+    ).stdout
+    theirs = {(r["plugin"], r["resource"], r["action"], r["hint"]) for r in json.loads(out)}
+    node_add = {p for p, res, action, _ in theirs if res == NODE and action & ActionType.ADD}
+    node_taint = {
+        p for p, res, action, _ in theirs if res == NODE and action & ActionType.UPDATE_NODE_TAINT
+    }
+    theirs |= {(p, NODE, int(ActionType.UPDATE_NODE_TAINT), False) for p in node_add - node_taint}
+    sched = Scheduler(InMemoryCluster(), {PROFILE: default_profile()}, seed=1)
+    ours = {
+        (p, r.event.resource, int(r.event.action), r.hint is not None)
+        for p, r in sched.frameworks[PROFILE].enqueue_registrations()
+    }
+    assert sorted(ours - theirs) == [] and sorted(theirs - ours) == []

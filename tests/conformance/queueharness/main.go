@@ -93,13 +93,8 @@ func main() {
 		_ = klogFlags.Set("logtostderr", "false")
 		_ = klogFlags.Set("stderrthreshold", "FATAL")
 	}
-	// As the scheduling harness: preemption runs synchronously.
-	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{
-		string(features.SchedulerAsyncPreemption): false,
-	}); err != nil {
-		fmt.Fprintln(os.Stderr, "ksched-queue-conformance:", err)
-		os.Exit(2)
-	}
+	// Every feature gate at its v1.36.5 default (SchedulerAsyncPreemption on, as ksched's
+	// DefaultPreemption: its PreEnqueue and Pod/Delete registration).
 	if *dumpEvents {
 		if err := printEvents(); err != nil {
 			fmt.Fprintln(os.Stderr, "ksched-queue-conformance:", err)
