@@ -72,6 +72,11 @@ def binary() -> Path:
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
+DECLARED_FEATURES = (
+    "ExtendWebSocketsToKubelet",
+    "RestartAllContainersOnContainerExits",
+    "UserNamespacesHostNetworkSupport",
+)
 DRIVER = "ebs.csi.aws.com"
 STORAGE_CLASSES = ("sc-wait", "sc-now")
 CLAIMS = ("claim-1", "claim-2")
@@ -169,11 +174,16 @@ class _Gen:
             node["metadata"]["labels"] = labels
         if rng.random() < 0.3:
             node["metadata"]["annotations"] = {"note": rng.choice(("1", "2"))}
+        if features := self.declared_features():
+            node["status"]["declaredFeatures"] = features
         if taints := self.taints():
             node["spec"]["taints"] = taints
         if rng.random() < 0.15:
             node["spec"]["unschedulable"] = True
         return node
+
+    def declared_features(self) -> list[str]:
+        return sorted(f for f in DECLARED_FEATURES if self.rng.random() < 0.4)
 
     def update_node(self, old: Obj) -> Obj:
         rng = self.rng
@@ -181,7 +191,16 @@ class _Gen:
         new["metadata"]["resourceVersion"] = self.next_rv()
         for _ in range(rng.randint(1, 2)):
             what = rng.choice(
-                ("labels", "zone", "taints", "allocatable", "unschedulable", "condition", "ann")
+                (
+                    "labels",
+                    "zone",
+                    "taints",
+                    "allocatable",
+                    "unschedulable",
+                    "condition",
+                    "ann",
+                    "features",
+                )
             )
             meta, spec, status = new["metadata"], new["spec"], new["status"]
             if what == "labels":
@@ -206,6 +225,8 @@ class _Gen:
                 status["conditions"] = [
                     {"type": "Ready", "status": rng.choice(("True", "False", "Unknown"))}
                 ]
+            elif what == "features":
+                status["declaredFeatures"] = self.declared_features()
             else:
                 meta["annotations"] = {"note": rng.choice(("1", "2", "3"))}
         return new
@@ -412,6 +433,10 @@ class _Gen:
             if rng.random() < 0.3:
                 c["nodeTaintsPolicy"] = rng.choice(("Honor", "Ignore"))
             pod["spec"]["topologySpreadConstraints"] = [c]
+        if rng.random() < 0.1:
+            # Needs the node feature UserNamespacesHostNetworkSupport (NodeDeclaredFeatures).
+            pod["spec"]["hostNetwork"] = True
+            pod["spec"]["hostUsers"] = False
         if target and rng.random() < 0.2:
             pod["spec"]["schedulingGates"] = [{"name": "g1"}, {"name": "g2"}][: rng.randint(1, 2)]
         if rng.random() < 0.15:
