@@ -459,6 +459,8 @@ class _Gen:
         choices = ["labels", "annotations", "condition", "nominate", "tolerate", "resources"]
         if target:
             choices += ["condition", "condition", "gates", "same-rv"]
+            if rng.random() < 0.1:
+                choices.append("bind")  # another scheduler bound it
         else:
             choices += ["bind", "affinity"] if not spec.get("nodeName") else ["affinity"]
         what = rng.choice(choices)
@@ -611,11 +613,11 @@ def generate(seed: int, index: int) -> Obj:
         elif r < 0.82 and g.pods:
             uid = rng.choice(sorted(g.pods))
             steps.append({"op": "event", "kind": "Pod", "action": "delete", "old": g.pods.pop(uid)})
-        elif r < 0.98 and not gone:
+        elif r < 0.98 and not gone and not current["spec"].get("nodeName"):
             new = g.update_pod(current, target=True)
             steps.append({"op": "event", "kind": "Pod", "action": "update", "old": current, "new": new})
             current = new
-        elif not gone:
+        elif not gone and r >= 0.98:
             steps.append({"op": "event", "kind": "Pod", "action": "delete", "old": current})
             gone = True
         # Most cases fail the pod early, so that the events meet it in unschedulablePods.
