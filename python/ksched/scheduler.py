@@ -57,8 +57,8 @@ from ksched.backend.controllers import ControllerIndex
 from ksched.backend.queue import QueuedPodInfo, SchedulingQueue
 from ksched.backend.queue.cluster_event import (
     EVENT_ASSIGNED_POD_ADD,
-    EVENT_ASSIGNED_POD_UPDATE,
     EVENT_ASSIGNED_POD_DELETE,
+    EVENT_ASSIGNED_POD_UPDATE,
     EVENT_NODE_ADD,
     EVENT_NODE_DELETE,
     EVENT_UNSCHEDULED_POD_ADD,

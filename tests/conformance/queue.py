@@ -354,7 +354,11 @@ class _Gen:
                     "nodeSelectorTerms": [
                         {
                             "matchExpressions": [
-                                {"key": ZONE, "operator": "In", "values": [rng.choice(("z1", "z2"))]}
+                                {
+                                    "key": ZONE,
+                                    "operator": "In",
+                                    "values": [rng.choice(("z1", "z2"))],
+                                }
                             ]
                         }
                     ]
@@ -427,7 +431,9 @@ class _Gen:
             c: Obj = {
                 "maxSkew": 1,
                 "topologyKey": rng.choice((ZONE, HOST)),
-                "whenUnsatisfiable": rng.choice(("DoNotSchedule", "DoNotSchedule", "ScheduleAnyway")),
+                "whenUnsatisfiable": rng.choice(
+                    ("DoNotSchedule", "DoNotSchedule", "ScheduleAnyway")
+                ),
                 "labelSelector": self.selector(),
             }
             if rng.random() < 0.3:
@@ -505,13 +511,11 @@ class _Gen:
         elif what == "same-rv":
             # A resync: the informer delivers the object it holds again.
             new = copy.deepcopy(old)
-        elif what == "bind":
-            if self.nodes:
-                spec["nodeName"] = rng.choice(sorted(self.nodes))
-                new["status"] = {"phase": "Running"}
-        elif what == "affinity":
-            if aff := self.affinity(0.5):
-                spec["affinity"] = aff
+        elif what == "bind" and self.nodes:
+            spec["nodeName"] = rng.choice(sorted(self.nodes))
+            new["status"] = {"phase": "Running"}
+        elif what == "affinity" and (aff := self.affinity(0.5)):
+            spec["affinity"] = aff
         return new
 
 
@@ -596,10 +600,14 @@ def generate(seed: int, index: int) -> Obj:
             old = g.nodes[name]
             new = g.update_node(old)
             g.nodes[name] = new
-            steps.append({"op": "event", "kind": "Node", "action": "update", "old": old, "new": new})
+            steps.append(
+                {"op": "event", "kind": "Node", "action": "update", "old": old, "new": new}
+            )
         elif r < 0.55 and g.nodes:
             name = rng.choice(sorted(g.nodes))
-            steps.append({"op": "event", "kind": "Node", "action": "delete", "old": g.nodes.pop(name)})
+            steps.append(
+                {"op": "event", "kind": "Node", "action": "delete", "old": g.nodes.pop(name)}
+            )
         elif r < 0.67:
             p = g.other_pod(assigned=rng.random() < 0.7)
             g.pods[p["metadata"]["uid"]] = p
@@ -615,7 +623,9 @@ def generate(seed: int, index: int) -> Obj:
             steps.append({"op": "event", "kind": "Pod", "action": "delete", "old": g.pods.pop(uid)})
         elif r < 0.98 and not gone and not current["spec"].get("nodeName"):
             new = g.update_pod(current, target=True)
-            steps.append({"op": "event", "kind": "Pod", "action": "update", "old": current, "new": new})
+            steps.append(
+                {"op": "event", "kind": "Pod", "action": "update", "old": current, "new": new}
+            )
             current = new
         elif not gone and r >= 0.98:
             steps.append({"op": "event", "kind": "Pod", "action": "delete", "old": current})

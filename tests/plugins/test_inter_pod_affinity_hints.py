@@ -51,7 +51,11 @@ def pod(
         spec["affinity"] = aff
     meta: Obj = {"name": name or uid or "x", "uid": uid, "labels": labels or {}}
     return Pod.from_dict(
-        {"metadata": meta, "spec": spec, "status": {"nominatedNodeName": nominated} if nominated else {}}
+        {
+            "metadata": meta,
+            "spec": spec,
+            "status": {"nominatedNodeName": nominated} if nominated else {},
+        }
     )
 
 
@@ -79,7 +83,7 @@ ANTI_ZONE = {"labelSelector": {"matchLabels": {"another": "label"}}, "topologyKe
 
 POD_CASES = [
     ("add a pod which matches the pod affinity",
-     pod("p", affinity=[SCAN]), None, pod("other", node="fake-node", labels={"service": "securityscan"}), Q),
+     pod("p", affinity=[SCAN]), None, pod("other", node="fake-node", labels={"service": "securityscan"}), Q),  # noqa: E501
     ("add an un-scheduled pod",
      pod("p", affinity=[SCAN]), None, pod("other", labels={"service": "securityscan"}), S),
     ("add a pod which doesn't match the pod affinity",
@@ -105,28 +109,28 @@ POD_CASES = [
      pod("other", node="fake-node", labels={"aaa": "a"}),
      pod("other", node="fake-node", labels={"aaa": "", "bbb": ""}), Q),
     ("updated pod is the target pod",
-     pod("p", labels={"foo": "baz"}), pod("p", labels={"foo": "bar"}), pod("p", labels={"foo": "baz"}), Q),
-    ("modify pod label to change it from satisfying pod anti-affinity to not satisfying anti-affinity",
+     pod("p", labels={"foo": "baz"}), pod("p", labels={"foo": "bar"}), pod("p", labels={"foo": "baz"}), Q),  # noqa: E501
+    ("modify pod label to change it from satisfying pod anti-affinity to not satisfying anti-affinity",  # noqa: E501
      pod("p", anti=[SCAN]), pod("other", node="fake-node", labels={"service": "securityscan"}),
      pod("other", node="fake-node", labels={"service": "aaaa"}), Q),
-    ("modify pod label to change it from not satisfying pod anti-affinity to satisfying anti-affinity",
+    ("modify pod label to change it from not satisfying pod anti-affinity to satisfying anti-affinity",  # noqa: E501
      pod("p", anti=[SCAN]), pod("other", node="fake-node", labels={"service": "bbb"}),
      pod("other", node="fake-node", labels={"service": "securityscan"}), S),
     ("delete a pod which doesn't match pod's anti-affinity",
      pod("p", anti=[SCAN]), pod("other", node="fake-node", labels={"aaa": "a"}), None, S),
     ("delete a pod which matches pod's anti-affinity",
-     pod("p", anti=[SCAN]), pod("other", node="fake-node", labels={"service": "securityscan"}), None, Q),
+     pod("p", anti=[SCAN]), pod("other", node="fake-node", labels={"service": "securityscan"}), None, Q),  # noqa: E501
     ("delete a pod with anti-affinity that matches pending pod",
-     pod(name="p", labels={"service": "securityscan"}), pod(node="fake-node", anti=[SCAN]), None, Q),
+     pod(name="p", labels={"service": "securityscan"}), pod(node="fake-node", anti=[SCAN]), None, Q),  # noqa: E501
     ("delete a pod with anti-affinity that doesn't match pending pod",
      pod(name="p", labels={"service": "foo"}), pod(node="fake-node", anti=[SCAN]), None, S),
-    ("delete a pod which doesn't match pending pod's anti-affinity and has anti-affinity that doesn't match pending pod",
+    ("delete a pod which doesn't match pending pod's anti-affinity and has anti-affinity that doesn't match pending pod",  # noqa: E501
      pod(name="p", anti=[SCAN], labels={"service": "foo"}),
      pod(node="fake-node", anti=[SCAN], labels={"service": "foo"}), None, S),
     ("delete a nominated pod which doesn't match pod's anti-affinity",
      pod(name="p", anti=[SCAN]), pod(nominated="fake-node", labels={"aaa": "a"}), None, S),
     ("delete a nominated pod which matches pod's anti-affinity",
-     pod(name="p", anti=[SCAN]), pod(nominated="fake-node", labels={"service": "securityscan"}), None, Q),
+     pod(name="p", anti=[SCAN]), pod(nominated="fake-node", labels={"service": "securityscan"}), None, Q),  # noqa: E501
 ]  # fmt: skip
 
 
@@ -151,7 +155,7 @@ NODE_CASES = [
      pod(name="p", affinity=[AFF_ZONE]), node("node-a", zone="zone1"),
      node("node-a", zone="zone1", **{"unrelated-label": "unrelated"}), S),
     ("update node with different affinity topologyKey value",
-     pod(name="p", affinity=[AFF_ZONE]), node("node-a", zone="zone1"), node("node-a", zone="zone2"), Q),
+     pod(name="p", affinity=[AFF_ZONE]), node("node-a", zone="zone1"), node("node-a", zone="zone2"), Q),  # noqa: E501
     ("update node to have the affinity topology label",
      pod(name="p", affinity=[AFF_ZONE]), node("node-a", aaa="a"), node("node-a", zone="zone1"), Q),
     ("add a new node with matched pod anti-affinity topologyKey",
@@ -162,7 +166,7 @@ NODE_CASES = [
      pod(name="p", anti=[ANTI_ZONE]), node("node-a", zone="zone1"),
      node("node-a", zone="zone1", **{"unrelated-label": "unrelated"}), S),
     ("update node with different anti-affinity topologyKey value",
-     pod(name="p", anti=[ANTI_ZONE]), node("node-a", zone="zone1"), node("node-a", zone="zone2"), Q),
+     pod(name="p", anti=[ANTI_ZONE]), node("node-a", zone="zone1"), node("node-a", zone="zone2"), Q),  # noqa: E501
     ("update node to have the anti-affinity topology label",
      pod(name="p", anti=[ANTI_ZONE]), node("node-a", aaa="a"), node("node-a", zone="zone1"), S),
     ("update node label not to have anti-affinity topology label",
@@ -191,7 +195,10 @@ def test_events_to_register_are_upstreams_with_queueing_hints() -> None:
 def test_an_invalid_selector_counts_as_queue_in_the_queue() -> None:
     """Upstream's hint returns the selector's error, which the queue treats as Queue;
     ksched's raises, which the queue treats the same way."""
-    bad = {"labelSelector": {"matchExpressions": [{"key": "a", "operator": "Bogus"}]}, "topologyKey": "z"}
+    bad = {
+        "labelSelector": {"matchExpressions": [{"key": "a", "operator": "Bogus"}]},
+        "topologyKey": "z",
+    }
     with pytest.raises(ValueError):
         is_schedulable_after_pod_change(
             pod("p", affinity=[bad]), None, pod("other", node="n", labels={"a": "b"})

@@ -20,9 +20,7 @@ Q, S = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
 Obj = dict[str, Any]
 
 
-def node(
-    labels: dict[str, str] | None = None, *, name: str = "", capacity: bool = True
-) -> Node:
+def node(labels: dict[str, str] | None = None, *, name: str = "", capacity: bool = True) -> Node:
     status: Obj = {"capacity": {"cpu": "1"}} if capacity else {}
     return Node.from_dict({"metadata": {"name": name, "labels": labels or {}}, "status": status})
 
@@ -48,12 +46,12 @@ AFFINITY_CASES = [
     ("queue-on-add", P, None, node({"foo": "bar"}), Q),
     ("skip-unrelated-changes", P, node(), node(capacity=False), S),
     ("skip-unrelated-changes-on-labels", P, node(), node({"k": "v"}), S),
-    ("skip-labels-changes-on-node-from-suitable-to-unsuitable", P, node({"foo": "bar"}), node({"k": "v"}), S),
+    ("skip-labels-changes-on-node-from-suitable-to-unsuitable", P, node({"foo": "bar"}), node({"k": "v"}), S),  # noqa: E501
     ("queue-on-labels-change-makes-pod-schedulable", P, node(), node({"foo": "bar"}), Q),
-    ("skip-unrelated-change-that-keeps-pod-schedulable", P, node({"foo": "bar"}), node({"foo": "bar"}, capacity=False), S),
-    ("node selector: added node with the label", affinity_pod(selector={"a": "b"}), None, node({"a": "b"}), Q),
-    ("node selector: added node without it", affinity_pod(selector={"a": "b"}), None, node({"a": "c"}), S),
-    ("terms are ORed", affinity_pod({"matchExpressions": [{"key": "x", "operator": "Exists"}]}, FOO_IN_BAR),
+    ("skip-unrelated-change-that-keeps-pod-schedulable", P, node({"foo": "bar"}), node({"foo": "bar"}, capacity=False), S),  # noqa: E501
+    ("node selector: added node with the label", affinity_pod(selector={"a": "b"}), None, node({"a": "b"}), Q),  # noqa: E501
+    ("node selector: added node without it", affinity_pod(selector={"a": "b"}), None, node({"a": "c"}), S),  # noqa: E501
+    ("terms are ORed", affinity_pod({"matchExpressions": [{"key": "x", "operator": "Exists"}]}, FOO_IN_BAR),  # noqa: E501
      None, node({"foo": "bar"}), Q),
     ("an empty term matches no node", affinity_pod({}), None, node({"foo": "bar"}), S),
     ("matchFields on the node name",
@@ -82,13 +80,13 @@ def test_node_affinity_is_schedulable_after_node_change(
 
 def test_node_affinity_registers_upstreams_node_events_only() -> None:
     regs = affinity_events()
-    assert [r.event for r in regs] == [ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)]
+    assert [r.event for r in regs] == [
+        ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
+    ]
     assert regs[0].hint is not None
 
 
-def ports_pod(
-    *ports: tuple[int, str], node: str = "", nominated: str = ""
-) -> Pod:
+def ports_pod(*ports: tuple[int, str], node: str = "", nominated: str = "") -> Pod:
     container: Obj = {
         "name": "c",
         "image": "i",
@@ -115,7 +113,7 @@ PORTS_CASES = [
      ports_pod((8080, "10.0.0.2"), node="n"), S),
     ("0.0.0.0 conflicts with every IP", ports_pod((8080, "10.0.0.1")),
      ports_pod((8080, ""), node="n"), Q),
-    ("a wanted 0.0.0.0 conflicts with a specific IP", HP, ports_pod((8080, "10.0.0.2"), node="n"), Q),
+    ("a wanted 0.0.0.0 conflicts with a specific IP", HP, ports_pod((8080, "10.0.0.2"), node="n"), Q),  # noqa: E501
 ]  # fmt: skip
 
 

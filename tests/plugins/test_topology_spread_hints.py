@@ -27,7 +27,12 @@ BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
 
 def spread(key: str, selector: Obj, taints: str | None = None) -> Obj:
     """``SpreadConstraint(1, key, DoNotSchedule, selector, ..., nodeTaintsPolicy, ...)``."""
-    c: Obj = {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector}
+    c: Obj = {
+        "maxSkew": 1,
+        "topologyKey": key,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": selector,
+    }
     if taints is not None:
         c["nodeTaintsPolicy"] = taints
     return c
@@ -74,7 +79,7 @@ NODE_CASES = [
     ("node that doesn't match topologySpreadConstraints updates non-related label",
      ZONE, node({"foo": "bar1"}), node({"foo": "bar2"}), S),
     ("node that match topologySpreadConstraints adds non-related label",
-     ZONE_NODE, node({"zone": "zone1", "node": "node1", "foo": "bar"}), node({"zone": "zone1", "node": "node1"}), S),
+     ZONE_NODE, node({"zone": "zone1", "node": "node1", "foo": "bar"}), node({"zone": "zone1", "node": "node1"}), S),  # noqa: E501
     ("create node with non-related labels", ZONE, None, node({"foo": "bar"}), S),
     ("create node with related labels", ZONE, None, node({"zone": "zone1"}), Q),
     ("delete node with non-related labels", ZONE, node({"foo": "bar"}), None, S),
@@ -86,9 +91,9 @@ NODE_CASES = [
     ("update node with related labels that only match one of topologySpreadConstraints",
      ZONE_NODE, node({"zone": "zone1"}), node({"zone": "zone1"}), S),
     ("update node with related labels that match all topologySpreadConstraints",
-     ZONE_NODE, node({"zone": "zone1", "node": "node1"}), node({"zone": "zone1", "node": "node2"}), Q),
+     ZONE_NODE, node({"zone": "zone1", "node": "node1"}), node({"zone": "zone1", "node": "node2"}), Q),  # noqa: E501
     ("update node with different taints that match all topologySpreadConstraints",
-     ZONE_NODE, node({"zone": "zone1", "node": "node1"}, T1), node({"zone": "zone1", "node": "node1"}, T2), Q),
+     ZONE_NODE, node({"zone": "zone1", "node": "node1"}, T1), node({"zone": "zone1", "node": "node1"}, T2), Q),  # noqa: E501
     ("update node with different taints that only match one of topologySpreadConstraints",
      ZONE_NODE, node({"node": "node1"}, T1), node({"node": "node1"}, T2), S),
 ]  # fmt: skip
@@ -111,7 +116,9 @@ UNSCHEDULABLE_TOLERATION = [
 
 
 def honor(policy: str) -> Pod:
-    return pod("p", labels={"foo": ""}, constraints=[spread("zone", FOO, policy), spread("node", BAR)])
+    return pod(
+        "p", labels={"foo": ""}, constraints=[spread("zone", FOO, policy), spread("node", BAR)]
+    )
 
 
 POD_CASES = [
@@ -140,26 +147,26 @@ POD_CASES = [
     ("delete pod label that matches topologySpreadConstraints selector",
      P, pod("p2", node="fake-node", labels={"foo": ""}), pod("p2", node="fake-node"), Q),
     ("change pod's label that matches topologySpreadConstraints selector",
-     P, pod("p2", node="fake-node", labels={"foo": "foo1"}), pod("p2", node="fake-node", labels={"foo": "foo2"}), S),
+     P, pod("p2", node="fake-node", labels={"foo": "foo1"}), pod("p2", node="fake-node", labels={"foo": "foo2"}), S),  # noqa: E501
     ("change pod's label that doesn't match topologySpreadConstraints selector",
      P, pod("p2", node="fake-node", labels={"foo": "", "bar": "bar1"}),
      pod("p2", node="fake-node", labels={"foo": "", "bar": "bar2"}), S),
-    ("add pod's label that matches topologySpreadConstraints selector with multi topologySpreadConstraints",
+    ("add pod's label that matches topologySpreadConstraints selector with multi topologySpreadConstraints",  # noqa: E501
      P2, pod("p2", node="fake-node", labels={"foo": ""}),
      pod("p2", node="fake-node", labels={"foo": "", "bar": "bar2"}), Q),
-    ("change pod's label that doesn't match topologySpreadConstraints selector with multi topologySpreadConstraints",
+    ("change pod's label that doesn't match topologySpreadConstraints selector with multi topologySpreadConstraints",  # noqa: E501
      P2, pod("p2", node="fake-node", labels={"foo": ""}),
      pod("p2", node="fake-node", labels={"foo": "", "baz": ""}), S),
-    ("change pod's label that match topologySpreadConstraints selector with multi topologySpreadConstraints",
+    ("change pod's label that match topologySpreadConstraints selector with multi topologySpreadConstraints",  # noqa: E501
      P2, pod("p2", node="fake-node", labels={"foo": "", "bar": ""}),
      pod("p2", node="fake-node", labels={"foo": "", "bar": "bar2"}), S),
-    ("the unschedulable Pod has topologySpreadConstraint with NodeTaintsPolicy:Honor and has got a new toleration",
+    ("the unschedulable Pod has topologySpreadConstraint with NodeTaintsPolicy:Honor and has got a new toleration",  # noqa: E501
      honor("Honor"), pod("p", labels={"foo": ""}),
      pod("p", labels={"foo": ""}, tolerations=UNSCHEDULABLE_TOLERATION), Q),
-    ("the unschedulable Pod has topologySpreadConstraint without NodeTaintsPolicy:Honor and has got a new toleration",
+    ("the unschedulable Pod has topologySpreadConstraint without NodeTaintsPolicy:Honor and has got a new toleration",  # noqa: E501
      honor("Ignore"), pod("p", labels={"foo": ""}),
      pod("p", labels={"foo": ""}, tolerations=UNSCHEDULABLE_TOLERATION), S),
-    ("the unschedulable Pod has topologySpreadConstraint and has got a new label matching the selector of the constraint",
+    ("the unschedulable Pod has topologySpreadConstraint and has got a new label matching the selector of the constraint",  # noqa: E501
      honor("Ignore"), pod("p"), pod("p", labels={"foo": ""}), Q),
     ("the unschedulable Pod has topologySpreadConstraint and has got a new unrelated label",
      honor("Ignore"), pod("p"), pod("p", labels={"unrelated": ""}), S),
@@ -189,7 +196,9 @@ def test_match_label_keys_narrow_the_selector() -> None:
 def test_schedule_anyway_constraints_are_not_hard_constraints() -> None:
     soft = {**spread("zone", FOO), "whenUnsatisfiable": "ScheduleAnyway"}
     target = pod("p", constraints=[soft])
-    assert is_schedulable_after_pod_change(target, None, pod("p2", node="n", labels={"foo": ""})) == S
+    assert (
+        is_schedulable_after_pod_change(target, None, pod("p2", node="n", labels={"foo": ""})) == S
+    )
     # No hard constraint: every node matches, so an added node queues.
     assert is_schedulable_after_node_change(target, None, node({})) == Q
 
@@ -199,11 +208,17 @@ def test_events_to_register_are_upstreams_with_queueing_hints() -> None:
     assert [r.event for r in regs] == [
         ClusterEvent(
             POD,
-            ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.UPDATE_POD_TOLERATION | ActionType.DELETE,
+            ActionType.ADD
+            | ActionType.UPDATE_POD_LABEL
+            | ActionType.UPDATE_POD_TOLERATION
+            | ActionType.DELETE,
         ),
         ClusterEvent(
             NODE,
-            ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
+            ActionType.ADD
+            | ActionType.DELETE
+            | ActionType.UPDATE_NODE_LABEL
+            | ActionType.UPDATE_NODE_TAINT,
         ),
     ]
     assert all(r.hint is not None for r in regs)

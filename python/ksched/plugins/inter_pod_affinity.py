@@ -60,9 +60,7 @@ class _Term:
 
     def matches(self, pod: Pod, ns_labels: Mapping[str, str] = _NO_LABELS) -> bool:
         """``AffinityTerm.Matches``."""
-        if pod.namespace in self.namespaces or selector_matches(
-            self.namespace_selector, ns_labels
-        ):
+        if pod.namespace in self.namespaces or selector_matches(self.namespace_selector, ns_labels):
             return selector_matches(self.selector, pod.labels)
         return False
 
@@ -111,9 +109,7 @@ def is_schedulable_after_pod_change(pod: Pod, old: Pod | None, new: Pod | None) 
     return QUEUE if _matches_all(_terms(old, "podAntiAffinity"), pod) else SKIP
 
 
-def is_schedulable_after_node_change(
-    pod: Pod, old: Node | None, new: Node | None
-) -> QueueingHint:
+def is_schedulable_after_node_change(pod: Pod, old: Node | None, new: Node | None) -> QueueingHint:
     """Upstream ``isSchedulableAfterNodeChange`` (registered for Add and
     UpdateNodeLabel: ``new`` is never None)."""
     assert new is not None

@@ -78,13 +78,13 @@ def required_node_affinity_matches(pod: Pod, node: Node) -> bool:
     if not isinstance(required, dict):
         return True
     return any(
-        _term_matches(t, node) for t in required.get("nodeSelectorTerms") or () if isinstance(t, dict)
+        _term_matches(t, node)
+        for t in required.get("nodeSelectorTerms") or ()
+        if isinstance(t, dict)
     )
 
 
-def is_schedulable_after_node_change(
-    pod: Pod, old: Node | None, new: Node | None
-) -> QueueingHint:
+def is_schedulable_after_node_change(pod: Pod, old: Node | None, new: Node | None) -> QueueingHint:
     """Upstream ``isSchedulableAfterNodeChange``: Queue when the added node matches, or
     an update made the node match (unmatched → matched). Upstream first skips a node
     that fails the scheduler-enforced ``addedAffinity`` (``NodeAffinityArgs``); this

@@ -83,7 +83,9 @@ def _tolerations(pod: Pod) -> Any:
 
 def is_schedulable_after_pod_change(pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
     """Upstream ``isSchedulableAfterPodChange``."""
-    if (new is not None and not _involved(new, pod)) or (old is not None and not _involved(old, pod)):
+    if (new is not None and not _involved(new, pod)) or (
+        old is not None and not _involved(old, pod)
+    ):
         return SKIP
     constraints = _constraints(pod)
     if new is not None and old is not None:
@@ -114,9 +116,7 @@ def _taints(node: Node) -> Any:
     return (node.raw.get("spec") or {}).get("taints") or []
 
 
-def is_schedulable_after_node_change(
-    pod: Pod, old: Node | None, new: Node | None
-) -> QueueingHint:
+def is_schedulable_after_node_change(pod: Pod, old: Node | None, new: Node | None) -> QueueingHint:
     """Upstream ``isSchedulableAfterNodeChange``."""
     constraints = _constraints(pod)
     old_matching = old is not None and _node_matches(old.labels, constraints)
@@ -125,7 +125,10 @@ def is_schedulable_after_node_change(
         if old_matching != new_matching:
             return QUEUE
         if new_matching and (
-            any(old.labels.get(c.topology_key) != new.labels.get(c.topology_key) for c in constraints)
+            any(
+                old.labels.get(c.topology_key) != new.labels.get(c.topology_key)
+                for c in constraints
+            )
             or _taints(old) != _taints(new)
         ):
             return QUEUE
