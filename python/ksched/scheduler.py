@@ -207,6 +207,12 @@ class SchedulerHandle:
     def get_pod(self, namespace: str, name: str) -> Obj | None:
         return self._sched.pod_informer.store.get(f"{namespace}/{name}")
 
+    def default_spread_selector(self, pod: Pod) -> Obj | None:
+        owners = (pod.raw.get("metadata") or {}).get("ownerReferences") or []
+        return self._sched.controllers.default_selector(
+            pod.namespace, pod.labels, [o for o in owners if isinstance(o, dict)]
+        )
+
     def informer(self, kind: Kind) -> SharedInformer:
         return self._sched.shared_informers.get(kind)
 
@@ -876,7 +882,8 @@ class Scheduler:
             return
         old_nnn = (old.get("status") or {}).get("nominatedNodeName")
         self._on_pod(pod)
-        if old_nnn and old_nnn != pod.nominated_node_name:
+        # Upstream's updatePodInSchedulingQueue runs for pods of our profiles only.
+        if old_nnn and old_nnn != pod.nominated_node_name and self.handles(pod.scheduler_name):
             # The pod no longer holds its nominated node: lower or equal priority pods
             # may fit there now.
             old_pod = self._parse_pod(old)
@@ -915,6 +922,9 @@ class Scheduler:
                 if pod is not None:
                     queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE, pod, None)
             return
+        scheduler_name = spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME
+        if not self.handles(str(scheduler_name)):
+            return  # upstream deletePodFromSchedulingQueue: pods of our profiles only
         queue.delete(uid)
         if self.cache.pod_groups.enabled:
             group = _scheduling_group_of(obj)

@@ -23,13 +23,16 @@ Both sides start their clocks on a whole second, so backoff ordering windows ali
 from __future__ import annotations
 
 import copy
+import json
 import os
 import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ksched.config.load import load_config_bytes
 from ksched.framework.profile import default_profile
+from ksched.profiles import build_profiles
 from ksched.scheduler import Scheduler
 from ksched.sim import InMemoryCluster
 from ksched.testing.controlplane import ensure_binaries
@@ -519,11 +522,78 @@ class _Gen:
         return new
 
 
+def _config(rng: random.Random) -> Obj | None:
+    """Mostly the defaults; else NodeAffinity's addedAffinity and/or PodTopologySpread's
+    List defaulting with a DoNotSchedule default constraint (the args the hints read)."""
+    if rng.random() < 0.7:
+        return None
+    args: list[Obj] = []
+    if rng.random() < 0.5:
+        args.append(
+            {
+                "name": "NodeAffinity",
+                "args": {
+                    "addedAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {"matchExpressions": [{"key": "app", "operator": "Exists"}]}
+                            ]
+                        }
+                    }
+                },
+            }
+        )
+    if not args or rng.random() < 0.5:
+        args.append(
+            {
+                "name": "PodTopologySpread",
+                "args": {
+                    "defaultingType": "List",
+                    "defaultConstraints": [
+                        {
+                            "maxSkew": 1,
+                            "topologyKey": rng.choice((ZONE, HOST)),
+                            "whenUnsatisfiable": rng.choice(("DoNotSchedule", "ScheduleAnyway")),
+                        }
+                    ],
+                },
+            }
+        )
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": PROFILE, "pluginConfig": args}],
+    }
+
+
+def _service(g: _Gen) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": "svc",
+            "namespace": "default",
+            "uid": "uid-svc",
+            "resourceVersion": g.next_rv(),
+        },
+        "spec": {"selector": {"app": g.rng.choice(LABEL_VALUES)}},
+    }
+
+
 def generate(seed: int, index: int) -> Obj:
     """Case ``index`` of ``seed``."""
     g = _Gen(seed, index)
     rng = g.rng
+    config = _config(rng)
     steps: list[Obj] = []
+    service: Obj | None = None
+    favored: list[str] = []
+    if config is not None:
+        favored = [a["name"] for a in config["profiles"][0]["pluginConfig"]]
+        if rng.random() < 0.8:
+            # A Service: pods it selects get PodTopologySpread's default constraints.
+            service = _service(g)
+            steps.append({"op": "event", "kind": "Service", "action": "add", "new": service})
     for _ in range(rng.randint(0, 3)):
         n = g.node()
         g.nodes[n["metadata"]["name"]] = n
@@ -546,6 +616,10 @@ def generate(seed: int, index: int) -> Obj:
                 obj = g.storage[(kind, name)] = g.storage_object(kind, name)
                 steps.append({"op": "event", "kind": kind, "action": "add", "new": obj})
     target = g.pod("target", target=True)
+    if service is not None and rng.random() < 0.6:
+        # Selected by the Service, without constraints of its own: the defaults apply.
+        target["metadata"].setdefault("labels", {})["app"] = service["spec"]["selector"]["app"]
+        target["spec"].pop("topologySpreadConstraints", None)
     steps.append({"op": "add"})
     first = len(steps)
     current = target
@@ -553,6 +627,8 @@ def generate(seed: int, index: int) -> Obj:
     def fail() -> Obj:
         k = rng.choice((1, 1, 1, 2, 3))
         unsched = sorted(rng.sample(REJECTORS, k))
+        if favored and rng.random() < 0.6:
+            unsched = sorted({*unsched, rng.choice(favored)})
         pending: list[str] = []
         if rng.random() < 0.15:
             pending = [rng.choice(REJECTORS)]
@@ -634,7 +710,10 @@ def generate(seed: int, index: int) -> Obj:
         if len(steps) == first + 1 and rng.random() < 0.8:
             steps.append({"op": "pop"})
             steps.append(fail())
-    return {"id": f"{seed}-{index}", "pod": target, "steps": steps}
+    case: Obj = {"id": f"{seed}-{index}", "pod": target, "steps": steps}
+    if config is not None:
+        case["config"] = config
+    return case
 
 
 # ---- ksched's side ---------------------------------------------------------------------
@@ -659,7 +738,12 @@ class KschedQueue:
     """One case on a real Scheduler (not started: the case drives its informers)."""
 
     def __init__(self, case: Obj) -> None:
-        self.sched = Scheduler(InMemoryCluster(), {PROFILE: default_profile()}, seed=1)
+        config = case.get("config")
+        if config is None:
+            profiles = {PROFILE: default_profile()}
+        else:
+            profiles = build_profiles(load_config_bytes(json.dumps(config).encode()))
+        self.sched = Scheduler(InMemoryCluster(), profiles, seed=1)
         self.now = 0.0
         self.sched.queue.clock = lambda: self.now
         self.pod: Obj = case["pod"]
@@ -715,6 +799,8 @@ class KschedQueue:
                 informer = self.sched.pod_informer
             elif kind == "Node":
                 informer = self.sched.node_informer
+            elif kind == "Service":
+                informer = next(i for i in self.sched.aux_informers if i.kind == "services")
             else:
                 try:
                     informer = self.sched.shared_informers.get(INFORMER_KINDS[kind]).informer

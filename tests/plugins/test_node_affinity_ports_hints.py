@@ -124,3 +124,37 @@ def test_node_ports_is_schedulable_after_pod_deleted(
     target: Pod, deleted: Pod, want: QueueingHint
 ) -> None:
     assert _ports_after_pod_delete(target, deleted, None) == want
+
+
+ADDED = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "app", "operator": "Exists"}]}]}
+
+
+@pytest.mark.parametrize(
+    ("new", "want"),
+    [
+        pytest.param(
+            node({"foo": "bar"}), S, id="skip-queue-on-add-scheduler-enforced-node-affinity"
+        ),
+        pytest.param(
+            node({"foo": "bar", "app": "x"}), Q, id="queue-on-add-scheduler-enforced-node-affinity"
+        ),
+    ],
+)
+def test_node_affinity_added_affinity_is_checked_first(new: Node, want: QueueingHint) -> None:
+    """Upstream's addedAffinity cases: a node the scheduler-enforced affinity rejects
+    cannot help, whatever the pod's own affinity says."""
+    from ksched.plugins.node_affinity import NodeAffinity
+
+    half = NodeAffinity.from_args(
+        {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": ADDED}}
+    )
+    (reg,) = half.events_to_register()
+    assert reg.hint is not None
+    assert reg.hint(P, None, new) == want
+
+
+def test_node_affinity_without_added_affinity_registers_the_module_hint() -> None:
+    from ksched.plugins.node_affinity import NodeAffinity
+
+    (reg,) = NodeAffinity.from_args(None).events_to_register()
+    assert reg.hint is is_schedulable_after_node_change

@@ -222,3 +222,61 @@ def test_events_to_register_are_upstreams_with_queueing_hints() -> None:
         ),
     ]
     assert all(r.hint is not None for r in regs)
+
+
+class SelectorHandle:
+    """A handle whose default selector is fixed (upstream helper.DefaultSelector)."""
+
+    def __init__(self, selector: Obj | None) -> None:
+        self.selector = selector
+
+    def default_spread_selector(self, pod: Pod) -> Obj | None:
+        return self.selector
+
+
+LIST_ZONE = {
+    "defaultingType": "List",
+    "defaultConstraints": [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("args", "selector", "added", "want"),
+    [
+        pytest.param(LIST_ZONE, {"matchLabels": {"app": "a"}}, {"app": "a"}, Q, id="default-constraint-matches-added-pod"),  # noqa: E501
+        pytest.param(LIST_ZONE, {"matchLabels": {"app": "a"}}, {"app": "b"}, S, id="default-constraint-other-pod"),  # noqa: E501
+        pytest.param(LIST_ZONE, None, {"app": "a"}, S, id="no-default-selector-no-constraints"),
+        pytest.param(None, {"matchLabels": {"app": "a"}}, {"app": "a"}, S, id="system-defaulting-has-no-hard-defaults"),  # noqa: E501
+        pytest.param(
+            {**LIST_ZONE, "defaultConstraints": [{**LIST_ZONE["defaultConstraints"][0], "whenUnsatisfiable": "ScheduleAnyway"}]},  # noqa: E501
+            {"matchLabels": {"app": "a"}}, {"app": "a"}, S, id="soft-default-constraints-are-no-constraints",  # noqa: E501
+        ),
+    ],
+)  # fmt: skip
+def test_list_defaulting_gives_a_pod_without_constraints_the_default_ones(
+    args: Obj | None, selector: Obj | None, added: dict[str, str], want: QueueingHint
+) -> None:
+    """Upstream getConstraints → buildDefaultConstraints: DoNotSchedule defaults with the
+    pod's default selector."""
+    from ksched.plugins.pod_topology_spread import PodTopologySpread
+
+    half = PodTopologySpread.from_args(args)
+    half.setup(SelectorHandle(selector))  # type: ignore[arg-type]
+    pod_reg = half.events_to_register()[0]
+    assert pod_reg.hint is not None
+    target = pod("p", labels={"app": "a"})
+    assert pod_reg.hint(target, None, pod("p2", node="n", labels=added)) == want
+
+
+def test_list_defaulting_node_hint_needs_the_default_topology_key() -> None:
+    from ksched.plugins.pod_topology_spread import PodTopologySpread
+
+    half = PodTopologySpread.from_args(LIST_ZONE)
+    half.setup(SelectorHandle({"matchLabels": {"app": "a"}}))  # type: ignore[arg-type]
+    node_reg = half.events_to_register()[1]
+    assert node_reg.hint is not None
+    target = pod("p", labels={"app": "a"})
+    assert node_reg.hint(target, None, node({"zone": "z1"})) == Q
+    assert node_reg.hint(target, None, node({"other": "x"})) == S

@@ -1,7 +1,10 @@
 """InterPodAffinity: required and preferred pod affinity and anti-affinity, including
 existing pods' anti-affinity (symmetry) and ``hardPodAffinityWeight``. Default weight 2.
 
-Kernels in ``rust/plugins/inter_pod_affinity.rs``.
+Kernels in ``rust/plugins/inter_pod_affinity.rs``. The queueing hints (upstream's
+``isSchedulableAfterPodChange`` / ``isSchedulableAfterNodeChange``) are here, in Python:
+they see one event and one pending pod, so they match the pod's required terms against
+the event's objects directly (no snapshot), as upstream does, without namespace labels.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """NodeAffinity: nodeSelector, required and preferred node affinity, and the
 scheduler-enforced ``addedAffinity`` (``NodeAffinityArgs``). Default weight 2.
 
-Kernels in ``rust/plugins/node_affinity.rs``.
+Kernels in ``rust/plugins/node_affinity.rs``. The queueing hint (upstream's
+``isSchedulableAfterNodeChange``) matches the pod's nodeSelector and required node
+affinity against the event's node here, in Python (one node per call).
 """
 
 from __future__ import annotations
@@ -84,12 +86,19 @@ def required_node_affinity_matches(pod: Pod, node: Node) -> bool:
     )
 
 
+def _selector_matches(selector: Mapping[str, Any], node: Node) -> bool:
+    """``nodeaffinity.NodeSelector.Match``: the terms ORed."""
+    return any(
+        _term_matches(t, node)
+        for t in selector.get("nodeSelectorTerms") or ()
+        if isinstance(t, dict)
+    )
+
+
 def is_schedulable_after_node_change(pod: Pod, old: Node | None, new: Node | None) -> QueueingHint:
     """Upstream ``isSchedulableAfterNodeChange``: Queue when the added node matches, or
-    an update made the node match (unmatched → matched). Upstream first skips a node
-    that fails the scheduler-enforced ``addedAffinity`` (``NodeAffinityArgs``); this
-    module-level hint has no plugin arguments, so with ``addedAffinity`` configured it
-    queues on such nodes too (a superset: never strands a pod)."""
+    an update made the node match (unmatched → matched). Without ``addedAffinity``;
+    :class:`NodeAffinity` checks it first, as upstream."""
     assert new is not None
     if not required_node_affinity_matches(pod, new):
         return SKIP
@@ -98,11 +107,44 @@ def is_schedulable_after_node_change(pod: Pod, old: Node | None, new: Node | Non
     return SKIP if required_node_affinity_matches(pod, old) else QUEUE
 
 
+_NODE_ACTIONS = ActionType.ADD | ActionType.UPDATE_NODE_LABEL
+
+
 def events_to_register() -> list[ClusterEventWithHint]:
     """Upstream ``EventsToRegister`` with queueing hints on."""
     return [
-        ClusterEventWithHint(
-            ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
-            is_schedulable_after_node_change,
-        ),
+        ClusterEventWithHint(ClusterEvent(NODE, _NODE_ACTIONS), is_schedulable_after_node_change)
     ]
+
+
+class NodeAffinity:
+    """The Python half of NodeAffinity: its queueing hint with ``NodeAffinityArgs``.
+    With a scheduler-enforced ``addedAffinity``, a node that does not match it cannot
+    help (upstream skips it before the pod's own affinity)."""
+
+    name = NAME
+
+    def __init__(self, added: Mapping[str, Any] | None = None) -> None:
+        self._added = added
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any] | None) -> NodeAffinity:
+        """From ``NodeAffinityArgs`` (upstream JSON shape, validated)."""
+        added = (args or {}).get("addedAffinity")
+        required = (
+            added.get("requiredDuringSchedulingIgnoredDuringExecution")
+            if isinstance(added, dict)
+            else None
+        )
+        return cls(required if isinstance(required, dict) else None)
+
+    def _hint(self, pod: Pod, old: Node | None, new: Node | None) -> QueueingHint:
+        assert new is not None and self._added is not None
+        if not _selector_matches(self._added, new):
+            return SKIP
+        return is_schedulable_after_node_change(pod, old, new)
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        if self._added is None:
+            return events_to_register()
+        return [ClusterEventWithHint(ClusterEvent(NODE, _NODE_ACTIONS), self._hint)]

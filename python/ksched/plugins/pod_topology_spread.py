@@ -3,13 +3,16 @@ for ScheduleAnyway), with the System default constraints (hostname maxSkew 3, zo
 maxSkew 5) for pods of a workload that set none. Default weight 2.
 
 Kernels in ``rust/plugins/pod_topology_spread.rs``; the workload selector comes from
-:mod:`ksched.backend.controllers`.
+:mod:`ksched.backend.controllers`. The queueing hints (upstream's
+``isSchedulableAfterPodChange`` / ``isSchedulableAfterNodeChange``) are here: they read
+the pod's DoNotSchedule constraints (``matchLabelKeys`` merged into the selector) and the
+event's objects only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from ksched.api.node import Node
 from ksched.api.pod import Pod
@@ -24,10 +27,14 @@ from ksched.backend.queue.cluster_event import (
 from ksched.framework.builtin_events import QUEUE, SKIP
 from ksched.plugins.inter_pod_affinity import selector_matches
 
+if TYPE_CHECKING:
+    from ksched.framework.interface import Handle
+
 NAME = "PodTopologySpread"
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
 DEFAULT_WEIGHT = 2
+DO_NOT_SCHEDULE: Final = "DoNotSchedule"
 
 
 class _Constraint:
@@ -56,11 +63,11 @@ def _constraints(pod: Pod) -> list[_Constraint]:
     """Upstream ``getConstraints`` for the hints: the pod's DoNotSchedule constraints.
     A pod without constraints gets the profile's default constraints filtered to
     DoNotSchedule, which under the default ``System`` defaulting (all ScheduleAnyway)
-    are none."""
+    are none (``List`` defaulting: :class:`PodTopologySpread`)."""
     return [
         _Constraint(c, pod.labels)
         for c in pod.topology_spread_constraints
-        if c.get("whenUnsatisfiable") == "DoNotSchedule"
+        if c.get("whenUnsatisfiable") == DO_NOT_SCHEDULE
     ]
 
 
@@ -81,13 +88,13 @@ def _tolerations(pod: Pod) -> Any:
     return (pod.raw.get("spec") or {}).get("tolerations") or []
 
 
-def is_schedulable_after_pod_change(pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
-    """Upstream ``isSchedulableAfterPodChange``."""
+def _after_pod_change(
+    pod: Pod, old: Pod | None, new: Pod | None, constraints: Sequence[_Constraint]
+) -> QueueingHint:
     if (new is not None and not _involved(new, pod)) or (
         old is not None and not _involved(old, pod)
     ):
         return SKIP
-    constraints = _constraints(pod)
     if new is not None and old is not None:
         if (
             pod.uid == new.uid
@@ -107,6 +114,11 @@ def is_schedulable_after_pod_change(pod: Pod, old: Pod | None, new: Pod | None) 
     return QUEUE if _any_matches(constraints, old.labels) else SKIP
 
 
+def is_schedulable_after_pod_change(pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
+    """Upstream ``isSchedulableAfterPodChange`` (``System`` defaulting)."""
+    return _after_pod_change(pod, old, new, _constraints(pod))
+
+
 def _node_matches(labels: dict[str, str], constraints: Sequence[_Constraint]) -> bool:
     """Upstream ``nodeLabelsMatchSpreadConstraints``."""
     return all(c.topology_key in labels for c in constraints)
@@ -116,9 +128,9 @@ def _taints(node: Node) -> Any:
     return (node.raw.get("spec") or {}).get("taints") or []
 
 
-def is_schedulable_after_node_change(pod: Pod, old: Node | None, new: Node | None) -> QueueingHint:
-    """Upstream ``isSchedulableAfterNodeChange``."""
-    constraints = _constraints(pod)
+def _after_node_change(
+    old: Node | None, new: Node | None, constraints: Sequence[_Constraint]
+) -> QueueingHint:
     old_matching = old is not None and _node_matches(old.labels, constraints)
     new_matching = new is not None and _node_matches(new.labels, constraints)
     if old is not None and new is not None:
@@ -138,27 +150,78 @@ def is_schedulable_after_node_change(pod: Pod, old: Node | None, new: Node | Non
     return QUEUE if old_matching else SKIP
 
 
+def is_schedulable_after_node_change(pod: Pod, old: Node | None, new: Node | None) -> QueueingHint:
+    """Upstream ``isSchedulableAfterNodeChange`` (``System`` defaulting)."""
+    return _after_node_change(old, new, _constraints(pod))
+
+
+_POD_ACTIONS: Final = (
+    ActionType.ADD
+    | ActionType.UPDATE_POD_LABEL
+    | ActionType.UPDATE_POD_TOLERATION
+    | ActionType.DELETE
+)
+_NODE_ACTIONS: Final = (
+    ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
+)
+
+
 def events_to_register() -> list[ClusterEventWithHint]:
-    """Upstream ``EventsToRegister`` with queueing hints on."""
+    """Upstream ``EventsToRegister`` with queueing hints on (``System`` defaulting)."""
     return [
-        ClusterEventWithHint(
-            ClusterEvent(
-                POD,
-                ActionType.ADD
-                | ActionType.UPDATE_POD_LABEL
-                | ActionType.UPDATE_POD_TOLERATION
-                | ActionType.DELETE,
-            ),
-            is_schedulable_after_pod_change,
-        ),
-        ClusterEventWithHint(
-            ClusterEvent(
-                NODE,
-                ActionType.ADD
-                | ActionType.DELETE
-                | ActionType.UPDATE_NODE_LABEL
-                | ActionType.UPDATE_NODE_TAINT,
-            ),
-            is_schedulable_after_node_change,
-        ),
+        ClusterEventWithHint(ClusterEvent(POD, _POD_ACTIONS), is_schedulable_after_pod_change),
+        ClusterEventWithHint(ClusterEvent(NODE, _NODE_ACTIONS), is_schedulable_after_node_change),
     ]
+
+
+class PodTopologySpread:
+    """The Python half of PodTopologySpread: its queueing hints with the plugin's
+    arguments. Under ``List`` defaulting, a pod without constraints of its own gets the
+    DoNotSchedule ``defaultConstraints`` with its default selector (upstream
+    ``buildDefaultConstraints``: the Services and controllers that select it; none, no
+    constraints), which the hints read as the Filter does."""
+
+    name = NAME
+
+    def __init__(self, default_constraints: Sequence[dict[str, Any]] = ()) -> None:
+        self._defaults = [
+            c for c in default_constraints if c.get("whenUnsatisfiable") == DO_NOT_SCHEDULE
+        ]
+        self._handle: Handle | None = None
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any] | None) -> PodTopologySpread:
+        """From ``PodTopologySpreadArgs`` (upstream JSON shape, validated)."""
+        if not args or args.get("defaultingType") != "List":
+            return cls()
+        return cls(list(args.get("defaultConstraints") or ()))
+
+    def setup(self, handle: Handle) -> None:
+        self._handle = handle
+
+    def constraints(self, pod: Pod) -> list[_Constraint]:
+        """Upstream ``getConstraints(pod)`` with DoNotSchedule."""
+        if pod.topology_spread_constraints or not self._defaults or self._handle is None:
+            return _constraints(pod)
+        selector = self._handle.default_spread_selector(pod)
+        if selector is None:
+            return []
+        # The default selector replaces each constraint's own (and its matchLabelKeys).
+        return [
+            _Constraint({**c, "labelSelector": selector, "matchLabelKeys": None}, pod.labels)
+            for c in self._defaults
+        ]
+
+    def _pod_hint(self, pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
+        return _after_pod_change(pod, old, new, self.constraints(pod))
+
+    def _node_hint(self, pod: Pod, old: Node | None, new: Node | None) -> QueueingHint:
+        return _after_node_change(old, new, self.constraints(pod))
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        if not self._defaults:
+            return events_to_register()
+        return [
+            ClusterEventWithHint(ClusterEvent(POD, _POD_ACTIONS), self._pod_hint),
+            ClusterEventWithHint(ClusterEvent(NODE, _NODE_ACTIONS), self._node_hint),
+        ]

@@ -40,6 +40,9 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler"
+	schedulerapi "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	testingclock "k8s.io/utils/clock/testing"
@@ -64,9 +67,12 @@ type Step struct {
 
 // Case is one input line.
 type Case struct {
-	ID    string          `json:"id"`
-	Pod   json.RawMessage `json:"pod"`
-	Steps []Step          `json:"steps"`
+	ID  string          `json:"id"`
+	Pod json.RawMessage `json:"pod"`
+	// Config is a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1, JSON);
+	// empty: the defaults.
+	Config json.RawMessage `json:"config,omitempty"`
+	Steps  []Step          `json:"steps"`
 }
 
 // Result is one output line: Where[i] is where the case's pod is after Steps[i]
@@ -154,9 +160,19 @@ func runCase(c Case) (res Result) {
 	client := fake.NewClientset()
 	informerFactory := scheduler.NewInformerFactory(client, 0)
 	clk := testingclock.NewFakeClock(start)
+	opts := []scheduler.Option{scheduler.WithClock(clk)}
+	if len(c.Config) > 0 {
+		cfg, err := loadConfig(c.Config)
+		if err != nil {
+			res.Error = err.Error()
+			return res
+		}
+		opts = append(opts, scheduler.WithComponentConfigVersion(cfg.TypeMeta.APIVersion),
+			scheduler.WithProfiles(cfg.Profiles...))
+	}
 	sched, err := scheduler.New(ctx, client, informerFactory, nil,
 		func(string) events.EventRecorderLogger { return events.NewFakeRecorder(100) },
-		scheduler.WithClock(clk),
+		opts...,
 	)
 	if err != nil {
 		res.Error = "scheduler.New: " + err.Error()
@@ -315,6 +331,18 @@ func (r *run) deliver(s Step) error {
 	case "CSIDriver":
 		oldObj, newObj, err = decodePair[storagev1.CSIDriver](s)
 		indexer = r.informers.Storage().V1().CSIDrivers().Informer().GetIndexer()
+	case "Service":
+		// Read by PodTopologySpread's default selector; no queue event (upstream
+		// registers no handler for Services).
+		oldObj, newObj, err = decodePair[v1.Service](s)
+		if err != nil {
+			return err
+		}
+		indexer = r.informers.Core().V1().Services().Informer().GetIndexer()
+		if s.Action == "delete" {
+			return indexer.Delete(oldObj)
+		}
+		return indexer.Update(newObj)
 	default:
 		return fmt.Errorf("unknown kind %q", s.Kind)
 	}
@@ -481,4 +509,22 @@ func printEvents() error {
 		}
 	}
 	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+// loadConfig decodes, defaults and validates a KubeSchedulerConfiguration as
+// kube-scheduler's --config (as the scheduling harness does).
+func loadConfig(data []byte) (*schedulerapi.KubeSchedulerConfiguration, error) {
+	obj, gvk, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	cfg, ok := obj.(*schedulerapi.KubeSchedulerConfiguration)
+	if !ok {
+		return nil, fmt.Errorf("config: got %s, want KubeSchedulerConfiguration", gvk)
+	}
+	cfg.TypeMeta.APIVersion = gvk.GroupVersion().String()
+	if err := validation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
 }

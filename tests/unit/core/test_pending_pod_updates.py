@@ -129,3 +129,18 @@ def test_a_bound_pods_condition_update_reaches_a_pod_update_registration() -> No
     h.sched.pod_informer._on_update(bound, ready)
     assert seen == ["b"]
     assert h.where() == "unschedulable"
+
+
+@pytest.mark.parametrize(("scheduler", "moved"), [("default-scheduler", True), ("other", False)])
+def test_a_deleted_nominated_pod_frees_its_node_only_for_our_own_pods(
+    scheduler: str, moved: bool
+) -> None:
+    """Upstream deletePodFromSchedulingQueue (the AssignedPod/Delete of a nominated pod)
+    runs only for pods of the scheduler's profiles."""
+    h = Harness()
+    h.add_and_fail("NodeResourcesFit")
+    other = make_pod("n", cpu="1", scheduler_name=scheduler)
+    other["metadata"].update(resourceVersion="7", uid="uid-n")
+    other["status"]["nominatedNodeName"] = "n1"
+    h.sched.pod_informer._on_delete(other)
+    assert h.where() == ("backoff" if moved else "unschedulable")
