@@ -62,7 +62,7 @@ lint: install
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 	@if command -v gofmt >/dev/null; then \
-	  out="$$(gofmt -l tests/conformance/harness)"; \
+	  out="$$(gofmt -l tests/conformance/harness tests/conformance/queueharness)"; \
 	  if [ -n "$$out" ]; then echo "gofmt: needs formatting: $$out"; exit 1; fi; \
 	fi
 

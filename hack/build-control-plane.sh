@@ -7,6 +7,9 @@
 #                                   ours that runs kube-scheduler's code on test cases
 #                                   (tests/conformance/harness: its own module, pinned to
 #                                   the same module set as hack/controlplane/kube)
+#   ksched-queue-conformance        the queueing-hint harness: upstream's scheduling
+#                                   queue on cases of cluster events
+#                                   (tests/conformance/queueharness, same module set)
 #
 # Binaries go to  ${KSCHED_CACHE_DIR:-~/.cache/ksched}/bin/<kube version>/ .
 # Idempotent: each group (kube, etcd, conformance) carries a stamp = sha256 of its go.mod, go.sum, the
@@ -27,6 +30,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KUBE_MOD="$ROOT/hack/controlplane/kube"
 ETCD_MOD="$ROOT/hack/controlplane/etcd"
 CONFORMANCE_MOD="$ROOT/tests/conformance/harness"
+QUEUE_CONFORMANCE_MOD="$ROOT/tests/conformance/queueharness"
 GO="${GO:-go}"
 CACHE="${KSCHED_CACHE_DIR:-$HOME/.cache/ksched}"
 
@@ -139,6 +143,10 @@ plan_group etcd "$ETCD_MOD" "$ETCD_LDFLAGS" \
 # cache the kube group filled (a few seconds, then the link).
 plan_group conformance "$CONFORMANCE_MOD" "-s -w" \
   ksched.local/tests/conformance/harness:ksched-conformance
+# The queueing-hint harness (tests/conformance/queueharness): the same module set, its
+# own group so that changing one harness never relinks the other.
+plan_group queueconformance "$QUEUE_CONFORMANCE_MOD" "-s -w" \
+  ksched.local/tests/conformance/queueharness:ksched-queue-conformance
 
 if [[ ${#PLAN[@]} -gt 0 ]]; then
   dirs=()

@@ -102,10 +102,21 @@ KIND_NAMES: dict[str, str] = {
     "priorityclasses": "PriorityClass",
 }
 
-#: Cluster-event resource names that are not the kind's ``KIND_NAMES`` entry: plugins
+#: Cluster-event resource names that are not the kind's ``KIND_NAMES`` entry: built-in
+#: kinds of API groups carry the group (``storage.k8s.io/CSINode``), and plugins
 #: name the events of custom resources by ``<plural>.<version>.<group>``, as
 #: scheduler-plugins registers them (``fwk.EventResource``).
 EVENT_RESOURCES: dict[str, str] = {
+    # Built-in kinds of API groups: upstream's fwk.EventResource names.
+    "storageclasses": "storage.k8s.io/StorageClass",
+    "csinodes": "storage.k8s.io/CSINode",
+    "csidrivers": "storage.k8s.io/CSIDriver",
+    "csistoragecapacities": "storage.k8s.io/CSIStorageCapacity",
+    "volumeattachments": "storage.k8s.io/VolumeAttachment",
+    "resourceslices": "resource.k8s.io/ResourceSlice",
+    "deviceclasses": "resource.k8s.io/DeviceClass",
+    "resourceclaims": "resource.k8s.io/ResourceClaim",
+    "podgroups": "scheduling.k8s.io/PodGroup",
     "podgroups.scheduling.x-k8s.io": "podgroups.v1alpha1.scheduling.x-k8s.io",
     "elasticquotas.scheduling.x-k8s.io": "elasticquotas.v1alpha1.scheduling.x-k8s.io",
 }

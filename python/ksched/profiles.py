@@ -79,6 +79,8 @@ _DEFAULT_PREEMPTION_ARGS = {"minCandidateNodesPercentage": 10, "minCandidateNode
 _DEFAULT_BIND_TIMEOUT = 600
 
 DYNAMIC_RESOURCES = "DynamicResources"
+NODE_AFFINITY = "NodeAffinity"
+POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 #: ``DynamicResourcesArgs`` defaults, as the config layer prints them.
 _DEFAULT_DRA_ARGS = {"filterTimeout": "10s", "bindingTimeout": "10m0s"}
@@ -206,6 +208,9 @@ def _python_plugins(
     preemption_args = _plain_args(prof, DEFAULT_PREEMPTION)
     binding_args = _plain_args(prof, VOLUME_BINDING)
     dra_args = _plain_args(prof, DYNAMIC_RESOURCES)
+    # The queueing hints of NodeAffinity and PodTopologySpread read their args.
+    affinity_args = _plain_args(prof, NODE_AFFINITY)
+    spread_args = _plain_args(prof, POD_TOPOLOGY_SPREAD)
     builtins = {
         p.name: p
         for p in default_plugins(
@@ -213,6 +218,8 @@ def _python_plugins(
                 DEFAULT_PREEMPTION: preemption_args,
                 VOLUME_BINDING: binding_args,
                 DYNAMIC_RESOURCES: dra_args,
+                NODE_AFFINITY: affinity_args,
+                POD_TOPOLOGY_SPREAD: spread_args,
             }
         )
     }
@@ -224,6 +231,11 @@ def _python_plugins(
     )
     default_args = default_args and all(
         (dra_args or {}).get(k, v) == v for k, v in _DEFAULT_DRA_ARGS.items()
+    )
+    default_args = (
+        default_args
+        and not (affinity_args or {}).get("addedAffinity")
+        and (spread_args or {}).get("defaultingType") != "List"
     )
     kernels = set(_core.FILTER_PLUGINS) | set(_core.SCORE_PLUGINS)
     enabled_at: dict[str, list[str]] = {}  # plugin -> points, in first-appearance order

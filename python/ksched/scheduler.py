@@ -58,6 +58,7 @@ from ksched.backend.queue import QueuedPodInfo, SchedulingQueue
 from ksched.backend.queue.cluster_event import (
     EVENT_ASSIGNED_POD_ADD,
     EVENT_ASSIGNED_POD_DELETE,
+    EVENT_ASSIGNED_POD_UPDATE,
     EVENT_NODE_ADD,
     EVENT_NODE_DELETE,
     EVENT_UNSCHEDULED_POD_ADD,
@@ -101,22 +102,6 @@ Obj = dict[str, Any]
 T = TypeVar("T")
 
 __all__ = ["Scheduler", "SchedulerHandle"]
-
-
-def _scheduling_relevant_change(old: Obj, new: Obj) -> bool:
-    """Whether anything but bookkeeping metadata and (most of) the status changed. A
-    status-only update of a pending pod (e.g. our own PodScheduled=False condition) must
-    not retry it; a changed nomination or resource-claim status matters."""
-    if old.get("spec") != new.get("spec"):
-        return True
-    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
-    if any(om.get(f) != nm.get(f) for f in ("labels", "annotations", "deletionTimestamp", "uid")):
-        return True
-    os_, ns = old.get("status") or {}, new.get("status") or {}
-    return any(
-        os_.get(f) != ns.get(f)
-        for f in ("nominatedNodeName", "resourceClaimStatuses", "extendedResourceClaimStatus")
-    )
 
 
 _MISSING: Final = object()
@@ -221,6 +206,12 @@ class SchedulerHandle:
 
     def get_pod(self, namespace: str, name: str) -> Obj | None:
         return self._sched.pod_informer.store.get(f"{namespace}/{name}")
+
+    def default_spread_selector(self, pod: Pod) -> Obj | None:
+        owners = (pod.raw.get("metadata") or {}).get("ownerReferences") or []
+        return self._sched.controllers.default_selector(
+            pod.namespace, pod.labels, [o for o in owners if isinstance(o, dict)]
+        )
 
     def informer(self, kind: Kind) -> SharedInformer:
         return self._sched.shared_informers.get(kind)
@@ -852,6 +843,17 @@ class Scheduler:
             if (old.get("spec") or {}).get("nodeName") == node and _only_conditions_changed(
                 old, new
             ):
+                # The kubelet's condition updates: nothing the cache holds changed, and
+                # the only event is a generic AssignedPod/Update (upstream
+                # ``PodSchedulingPropertiesChange``), delivered only when a plugin
+                # registered one (NodeDeclaredFeatures' Pod/Update, a Pod/All).
+                queue = self.queue
+                if queue.wants_events() and queue.is_event_of_interest(EVENT_ASSIGNED_POD_UPDATE):
+                    old_pod, new_pod = self._parse_pod(old), self._parse_pod(new)
+                    if old_pod is not None and new_pod is not None:
+                        queue.move_all_to_active_or_backoff(
+                            EVENT_ASSIGNED_POD_UPDATE, old_pod, new_pod
+                        )
                 return
             pod = self._parse_pod(new)
             if pod is None:
@@ -863,9 +865,13 @@ class Scheduler:
         uid = str((new.get("metadata") or {}).get("uid") or "")
         if uid in self._unclaimed and _has_pod_scheduled_condition(new):
             del self._unclaimed[uid]  # another scheduler tried it
+        # Upstream ``updatePodInSchedulingQueue`` drops only a resync (same
+        # resourceVersion): every other update reaches the queue, which reports it as
+        # the specific ``Pod/Update*`` events it is or a generic ``Pod/Update`` (e.g.
+        # our own PodScheduled=False write) for the hints registered for it.
         if (old.get("metadata") or {}).get("resourceVersion") == (new.get("metadata") or {}).get(
             "resourceVersion"
-        ) or not _scheduling_relevant_change(old, new):
+        ):
             return
         pod = self._parse_new_pod(new)
         if pod is None:
@@ -876,7 +882,8 @@ class Scheduler:
             return
         old_nnn = (old.get("status") or {}).get("nominatedNodeName")
         self._on_pod(pod)
-        if old_nnn and old_nnn != pod.nominated_node_name:
+        # Upstream's updatePodInSchedulingQueue runs for pods of our profiles only.
+        if old_nnn and old_nnn != pod.nominated_node_name and self.handles(pod.scheduler_name):
             # The pod no longer holds its nominated node: lower or equal priority pods
             # may fit there now.
             old_pod = self._parse_pod(old)
@@ -915,6 +922,9 @@ class Scheduler:
                 if pod is not None:
                     queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE, pod, None)
             return
+        scheduler_name = spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME
+        if not self.handles(str(scheduler_name)):
+            return  # upstream deletePodFromSchedulingQueue: pods of our profiles only
         queue.delete(uid)
         if self.cache.pod_groups.enabled:
             group = _scheduling_group_of(obj)

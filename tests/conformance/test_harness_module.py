@@ -1,6 +1,7 @@
-"""The harness module pins exactly the test control plane's modules.
+"""The harness modules pin exactly the test control plane's modules.
 
-``tests/conformance/harness`` is a Go module of its own (so that its sources do not
+``tests/conformance/harness`` (and ``tests/conformance/queueharness``, the queueing-hint
+harness) is a Go module of its own (so that its sources do not
 change the kube group's build stamp), but it must run the very code kube-scheduler is
 built from: its ``go`` and ``godebug`` lines, ``require`` and ``replace`` blocks and
 ``go.sum`` equal ``hack/controlplane/kube``'s. These tests fail when one of the two is
@@ -16,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBE = ROOT / "hack" / "controlplane" / "kube"
-HARNESS = ROOT / "tests" / "conformance" / "harness"
+HARNESSES = [ROOT / "tests" / "conformance" / d for d in ("harness", "queueharness")]
 
 
 def directives(go_mod: str) -> dict[str, list[str]]:
@@ -43,20 +44,23 @@ def directives(go_mod: str) -> dict[str, list[str]]:
     return out
 
 
+@pytest.mark.parametrize("harness", HARNESSES, ids=lambda p: p.name)
 @pytest.mark.parametrize("directive", ["go", "godebug", "require", "replace"])
-def test_go_mod_pins_the_same_modules(directive: str) -> None:
+def test_go_mod_pins_the_same_modules(harness: Path, directive: str) -> None:
     kube = directives((KUBE / "go.mod").read_text())
-    harness = directives((HARNESS / "go.mod").read_text())
-    assert sorted(harness.get(directive, [])) == sorted(kube.get(directive, []))
+    ours = directives((harness / "go.mod").read_text())
+    assert sorted(ours.get(directive, [])) == sorted(kube.get(directive, []))
 
 
-def test_go_sum_is_the_kube_groups() -> None:
-    assert (HARNESS / "go.sum").read_text() == (KUBE / "go.sum").read_text()
+@pytest.mark.parametrize("harness", HARNESSES, ids=lambda p: p.name)
+def test_go_sum_is_the_kube_groups(harness: Path) -> None:
+    assert (harness / "go.sum").read_text() == (KUBE / "go.sum").read_text()
 
 
-def test_the_module_is_named_after_its_directory() -> None:
-    assert directives((HARNESS / "go.mod").read_text())["module"] == [
-        "ksched.local/tests/conformance/harness"
+@pytest.mark.parametrize("harness", HARNESSES, ids=lambda p: p.name)
+def test_the_module_is_named_after_its_directory(harness: Path) -> None:
+    assert directives((harness / "go.mod").read_text())["module"] == [
+        f"ksched.local/tests/conformance/{harness.name}"
     ]
 
 

@@ -634,7 +634,7 @@ GCE_INLINE = {"name": "gce", "gcePersistentDisk": {"pdName": "test"}}
     ],
 )
 def test_csi_limits_deleted_volume_attachment_hint(pod: Any, va: Any, want: str) -> None:
-    assert _hint("VolumeAttachment", "Delete", pod, va, None) == want
+    assert _hint("storage.k8s.io/VolumeAttachment", "Delete", pod, va, None) == want
 
 
 def _csinode(count: int) -> Any:
@@ -651,14 +651,14 @@ def _csinode(count: int) -> Any:
 )
 def test_csi_limits_after_csinode_updated_hint(old: int, new: int, want: str) -> None:
     pod = claims_pod("test-pod", f"csi-{EBS}-0", namespace="ns1")
-    assert _hint("CSINode", "Update", pod, _csinode(old), _csinode(new)) == want
+    assert _hint("storage.k8s.io/CSINode", "Update", pod, _csinode(old), _csinode(new)) == want
 
 
 def test_events_are_upstreams() -> None:
     assert [(r.event.label, r.hint is not None) for r in events_to_register()] == [
-        ("CSINodeAdd", False),
-        ("CSINodeUpdate", True),
+        ("storage.k8s.io/CSINodeAdd", False),
+        ("storage.k8s.io/CSINodeUpdate", True),
         ("PodDelete", True),
         ("PersistentVolumeClaimAdd", True),
-        ("VolumeAttachmentDelete", True),
+        ("storage.k8s.io/VolumeAttachmentDelete", True),
     ]

@@ -415,7 +415,7 @@ def _hint_any(event: str, pod: dict[str, Any], old: Any, new: Any) -> str:
     ],
 )
 def test_is_schedulable_after_storage_class_added(new: Any, want: str) -> None:
-    assert hint("StorageClassAdd", with_volume("PVC_1"), None, new) == want
+    assert hint("storage.k8s.io/StorageClassAdd", with_volume("PVC_1"), None, new) == want
 
 
 @pytest.mark.parametrize(
@@ -455,7 +455,7 @@ def test_events_are_upstreams_with_queueing_hints() -> None:
     assert [
         (r.event.resource, r.event.action, r.hint is not None) for r in events_to_register()
     ] == [
-        ("StorageClass", A.ADD, True),
+        ("storage.k8s.io/StorageClass", A.ADD, True),
         ("Node", A.ADD | A.UPDATE_NODE_LABEL, False),
         ("PersistentVolumeClaim", A.ADD | A.UPDATE, True),
         ("PersistentVolume", A.ADD | A.UPDATE, True),

@@ -94,9 +94,14 @@ def kernel_plugin_halves(
     whose PreFilter reads API objects (the volume plugins) or whose hints read them
     (NodeResourcesFit: the DRA extended resource mapping), for the plugins in
     ``filters`` (None: all of them); VolumeBinding reads ``VolumeBindingArgs`` from
-    ``plugin_args``."""
+    ``plugin_args``, NodeAffinity's and PodTopologySpread's hints their args
+    (``addedAffinity``, ``List`` defaulting's default constraints)."""
+    from ksched.plugins.node_affinity import NAME as NODE_AFFINITY
+    from ksched.plugins.node_affinity import NodeAffinity
     from ksched.plugins.node_resources_fit import NodeResourcesFit
     from ksched.plugins.node_volume_limits import NodeVolumeLimits
+    from ksched.plugins.pod_topology_spread import NAME as POD_TOPOLOGY_SPREAD
+    from ksched.plugins.pod_topology_spread import PodTopologySpread
     from ksched.plugins.volume_binding import NAME as VOLUME_BINDING
     from ksched.plugins.volume_binding import VolumeBinding
     from ksched.plugins.volume_restrictions import VolumeRestrictions
@@ -108,6 +113,8 @@ def kernel_plugin_halves(
         NodeVolumeLimits(),
         VolumeBinding.from_args((plugin_args or {}).get(VOLUME_BINDING)),
         VolumeZone(),
+        NodeAffinity.from_args((plugin_args or {}).get(NODE_AFFINITY)),
+        PodTopologySpread.from_args((plugin_args or {}).get(POD_TOPOLOGY_SPREAD)),
     ]
     wanted = None if filters is None else set(filters)
     return [p for p in halves if wanted is None or p.name in wanted]

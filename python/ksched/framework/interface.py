@@ -535,6 +535,12 @@ class Handle(Protocol):
         """The latest object of a pod from the informer (upstream's pod lister)."""
         ...
 
+    def default_spread_selector(self, pod: Pod) -> dict[str, Any] | None:
+        """Upstream ``helper.DefaultSelector``: the LabelSelector of the Services,
+        ReplicationControllers, ReplicaSets and StatefulSets that select ``pod`` (None
+        when there are none), as default topology spreading uses it."""
+        ...
+
     def informer(self, kind: Kind) -> SharedInformer:
         """The shared informer of ``kind`` (PersistentVolumeClaims, ResourceSlices...,
         :mod:`ksched.backend.shared_informers`): its ``store`` and ``get(ns, name)``

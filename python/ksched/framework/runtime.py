@@ -30,11 +30,11 @@ import inspect
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from ksched._core import CompiledPod
 from ksched.api.pod import Pod
-from ksched.backend.queue.cluster_event import ClusterEventWithHint
+from ksched.backend.queue.cluster_event import NODE, ActionType, ClusterEvent, ClusterEventWithHint
 from ksched.backend.queue.queue import SortKey, priority_sort_key
 from ksched.framework.builtin_events import ALL_EVENTS, events_for
 from ksched.framework.builtins import default_plugins
@@ -85,6 +85,28 @@ _EXTENSION_POINTS = (
     ("bind", "bind"),
     ("post_bind", "post_bind"),
 )
+_NODE_TAINT_EVENT: Final = ClusterEventWithHint(ClusterEvent(NODE, ActionType.UPDATE_NODE_TAINT))
+
+
+def _with_node_taint_registrations(
+    regs: list[tuple[str, ClusterEventWithHint]],
+) -> list[tuple[str, ClusterEventWithHint]]:
+    """Upstream ``buildQueueingHintMap``: a plugin that registers ``Node/Add`` but no
+    ``UpdateNodeTaint`` also gets ``Node/UpdateNodeTaint`` with the default hint (always
+    Queue), upstream's mitigation of kubernetes#109437 that it keeps with queueing hints
+    on; so a node whose taints change requeues, e.g., a pod NodeAffinity rejected."""
+    adds: list[str] = []
+    taints: set[str] = set()
+    for plugin, reg in regs:
+        if reg.event.resource != NODE:
+            continue
+        if reg.event.action & ActionType.ADD and plugin not in adds:
+            adds.append(plugin)
+        if reg.event.action & ActionType.UPDATE_NODE_TAINT:
+            taints.add(plugin)
+    return regs + [(plugin, _NODE_TAINT_EVENT) for plugin in adds if plugin not in taints]
+
+
 #: Kinds of plugins whose rejections the queue must be able to undo.
 _REJECTING_POINTS = (
     "pre_enqueue",
@@ -425,7 +447,7 @@ class Framework:
         if self.extenders:
             # Extenders register no events: a pod they rejected is retried on any.
             out.extend((EXTENDER_NAME, reg) for reg in ALL_EVENTS)
-        return out
+        return _with_node_taint_registrations(out)
 
     # ---- metrics -------------------------------------------------------------------
 

@@ -67,7 +67,7 @@ from ksched._core import CompiledPod, PreemptionDryRun, Profile, ScheduleResult,
 from ksched.api.pod import Pod, start_time_of
 from ksched.backend.compile import compile_pod
 from ksched.backend.queue.cluster_event import (
-    ASSIGNED_POD,
+    POD,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
@@ -296,7 +296,7 @@ def _skip_after_assigned_pod_deletion(pod: Pod, old: Any, new: Any) -> QueueingH
 def events_to_register() -> list[ClusterEventWithHint]:
     return [
         ClusterEventWithHint(
-            ClusterEvent(ASSIGNED_POD, ActionType.DELETE), _skip_after_assigned_pod_deletion
+            ClusterEvent(POD, ActionType.DELETE), _skip_after_assigned_pod_deletion
         )
     ]
 

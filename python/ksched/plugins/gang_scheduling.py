@@ -52,7 +52,7 @@ __all__ = [
 
 NAME: Final = "GangScheduling"
 #: ``fwk.PodGroup``: the cluster-event resource of scheduling.k8s.io PodGroups.
-POD_GROUP: Final = "PodGroup"
+POD_GROUP: Final = "scheduling.k8s.io/PodGroup"
 #: ``permitTimeoutDuration``.
 PERMIT_TIMEOUT: Final = 5 * 60.0
 ERR_WAITING_MIN_COUNT: Final = "waiting for minCount pods from a gang to appear in scheduling queue"

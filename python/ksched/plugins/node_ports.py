@@ -21,11 +21,23 @@ NAME = "NodePorts"
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 
 
+def _conflicts(in_use: set[tuple[str, str, int]], proto: str, ip: str, port: int) -> bool:
+    """``HostPortInfo.CheckConflict`` (ports already sanitized: 0.0.0.0, TCP)."""
+    if ip == "0.0.0.0":
+        return any(p == proto and n == port for p, _, n in in_use)
+    return (proto, "0.0.0.0", port) in in_use or (proto, ip, port) in in_use
+
+
 def _ports_after_pod_delete(pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
-    if old is None or not old.node_name or not old.host_ports:
+    """Upstream ``isSchedulableAfterPodDeleted``: Queue when the deleted pod was
+    scheduled (or nominated) and one of its host ports conflicts with the pod's."""
+    if old is None or (not old.node_name and not old.nominated_node_name):
         return SKIP
-    wanted = {(proto, port) for proto, _, port in pod.host_ports}
-    return QUEUE if any((proto, port) in wanted for proto, _, port in old.host_ports) else SKIP
+    if not old.host_ports:
+        return SKIP
+    in_use = set(old.host_ports)
+    fits = not any(_conflicts(in_use, proto, ip, port) for proto, ip, port in pod.host_ports)
+    return SKIP if fits else QUEUE
 
 
 def events_to_register() -> list[ClusterEventWithHint]:

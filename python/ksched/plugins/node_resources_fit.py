@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ksched.api.node import Node
 from ksched.api.pod import Pod
 from ksched.backend.queue.cluster_event import (
+    DEVICE_CLASS,
     NODE,
     POD,
     ActionType,
@@ -185,7 +186,7 @@ class NodeResourcesFit:
         if self._manager is None or self._manager.classes is not None:
             events.append(
                 ClusterEventWithHint(
-                    ClusterEvent("DeviceClass", ActionType.ADD | ActionType.UPDATE),
+                    ClusterEvent(DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
                     _fit_after_device_class_change,
                 )
             )

@@ -37,7 +37,9 @@ from ksched.api.volume import (
 )
 from ksched.backend.cache.storage import KEY, StorageColumns
 from ksched.backend.queue.cluster_event import (
+    CSI_NODE,
     POD,
+    VOLUME_ATTACHMENT,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
@@ -110,14 +112,14 @@ def _after_attachment_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
 def events_to_register() -> list[ClusterEventWithHint]:
     return [
         # Any new CSINode may help: no hint, as upstream.
-        ClusterEventWithHint(ClusterEvent("CSINode", ActionType.ADD)),
-        ClusterEventWithHint(ClusterEvent("CSINode", ActionType.UPDATE), _after_csinode_updated),
+        ClusterEventWithHint(ClusterEvent(CSI_NODE, ActionType.ADD)),
+        ClusterEventWithHint(ClusterEvent(CSI_NODE, ActionType.UPDATE), _after_csinode_updated),
         ClusterEventWithHint(ClusterEvent(POD, ActionType.DELETE), _after_pod_deleted),
         ClusterEventWithHint(
             ClusterEvent("PersistentVolumeClaim", ActionType.ADD), _after_claim_added
         ),
         ClusterEventWithHint(
-            ClusterEvent("VolumeAttachment", ActionType.DELETE), _after_attachment_deleted
+            ClusterEvent(VOLUME_ATTACHMENT, ActionType.DELETE), _after_attachment_deleted
         ),
     ]
 

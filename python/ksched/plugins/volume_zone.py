@@ -21,6 +21,7 @@ from ksched.api.pod import Pod
 from ksched.api.volume import claim_class, has_volumes, not_found, pod_volumes, pvc_claim
 from ksched.backend.queue.cluster_event import (
     NODE,
+    STORAGE_CLASS,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
@@ -88,7 +89,7 @@ def _after_pv_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
 
 def events_to_register() -> list[ClusterEventWithHint]:
     return [
-        ClusterEventWithHint(ClusterEvent("StorageClass", ActionType.ADD), _after_class_added),
+        ClusterEventWithHint(ClusterEvent(STORAGE_CLASS, ActionType.ADD), _after_class_added),
         ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
         ClusterEventWithHint(
             ClusterEvent("PersistentVolumeClaim", ActionType.ADD | ActionType.UPDATE),

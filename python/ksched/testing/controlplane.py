@@ -86,14 +86,16 @@ __all__ = [
     "ensure_binaries",
 ]
 
-#: The binaries hack/build-control-plane.sh produces (ksched-conformance: the
-#: differential conformance harness of tests/conformance).
+#: The binaries hack/build-control-plane.sh produces (ksched-conformance and
+#: ksched-queue-conformance: the differential conformance harnesses of
+#: tests/conformance).
 BINARIES = (
     "etcd",
     "kube-apiserver",
     "kube-scheduler",
     "kube-controller-manager",
     "ksched-conformance",
+    "ksched-queue-conformance",
 )
 
 #: Service CIDR handed to the apiserver; its first address is the ``kubernetes`` Service.

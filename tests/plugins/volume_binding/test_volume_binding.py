@@ -569,7 +569,7 @@ def csinode(migrated: str | None) -> Obj:
     ],
 )
 def test_is_schedulable_after_csinode_change(old: Any, new: Any, want: str) -> None:
-    assert hint("CSINode", volume_pod("pod-a"), old, new) == want
+    assert hint("storage.k8s.io/CSINode", volume_pod("pod-a"), old, new) == want
 
 
 def ephemeral_pod(*names: str) -> Obj:
@@ -666,7 +666,7 @@ HOST_TOPOLOGY = [{"matchLabelExpressions": [{"key": HOSTNAME, "values": ["node-a
     ],
 )
 def test_is_schedulable_after_storage_class_change(old: Any, new: Any, want: str) -> None:
-    assert hint("StorageClass", volume_pod("pod-a"), old, new) == want
+    assert hint("storage.k8s.io/StorageClass", volume_pod("pod-a"), old, new) == want
 
 
 def cap(capacity: int | None = None, max_size: int | None = None) -> Obj:
@@ -747,7 +747,7 @@ def cap(capacity: int | None = None, max_size: int | None = None) -> Obj:
     ],
 )
 def test_is_schedulable_after_csi_storage_capacity_change(old: Any, new: Any, want: str) -> None:
-    assert hint("CSIStorageCapacity", volume_pod("pod-a"), old, new) == want
+    assert hint("storage.k8s.io/CSIStorageCapacity", volume_pod("pod-a"), old, new) == want
 
 
 def driver(name: str, storage_capacity: bool | None) -> Obj:
@@ -815,7 +815,7 @@ def csi_pod(driver_name: str | None) -> Obj:
     ],
 )
 def test_is_schedulable_after_csi_driver_change(pod: Obj, old: Any, new: Any, want: str) -> None:
-    assert hint("CSIDriver", pod, old, new) == want
+    assert hint("storage.k8s.io/CSIDriver", pod, old, new) == want
 
 
 def test_events_are_upstreams_with_queueing_hints() -> None:
@@ -823,11 +823,11 @@ def test_events_are_upstreams_with_queueing_hints() -> None:
     assert [
         (r.event.resource, r.event.action, r.hint is not None) for r in events_to_register()
     ] == [
-        ("StorageClass", a.ADD | a.UPDATE, True),
+        ("storage.k8s.io/StorageClass", a.ADD | a.UPDATE, True),
         ("PersistentVolumeClaim", a.ADD | a.UPDATE, True),
         ("PersistentVolume", a.ADD | a.UPDATE, False),
         ("Node", a.ADD | a.UPDATE_NODE_LABEL, False),
-        ("CSINode", a.ADD | a.UPDATE, True),
-        ("CSIDriver", a.UPDATE, True),
-        ("CSIStorageCapacity", a.ADD | a.UPDATE, True),
+        ("storage.k8s.io/CSINode", a.ADD | a.UPDATE, True),
+        ("storage.k8s.io/CSIDriver", a.UPDATE, True),
+        ("storage.k8s.io/CSIStorageCapacity", a.ADD | a.UPDATE, True),
     ]

@@ -187,7 +187,9 @@ def test_pods_and_nodes_are_not_watched_twice() -> None:
     ("resource", "kind"),
     [
         ("PersistentVolumeClaim", "persistentvolumeclaims"),
-        ("ResourceClaim", "resourceclaims"),
+        ("resource.k8s.io/ResourceClaim", "resourceclaims"),
+        ("storage.k8s.io/CSINode", "csinodes"),
+        ("ResourceClaim", None),
         ("Pod", None),
         ("Node", None),
         ("AssignedPod", None),

@@ -527,7 +527,10 @@ async def test_post_filter_may_await_in_the_extender_cycle_and_never_in_the_sync
                 "asked the extender about [('n1', \"no room on the extender's side\")"
                 in (cond["message"])
             )
-            assert post.awaited == 1
+            # At least once: the pod is retried after its PodScheduled=False write (an
+            # extender's rejection is retried on any event; upstream, where it names no
+            # plugin, retries it on its backoff), which may already have happened.
+            assert post.awaited >= 1
         finally:
             await sched.shutdown()
             task.cancel()

@@ -118,14 +118,21 @@ async def test_permit_rejection_unreserves_in_reverse_forgets_and_reports():
         c.create("pods", make_pod("p"))
         await wait_for(lambda: condition(c, "p") is not None)
         assert log[:4] == ["reserve A", "reserve B", "unreserve B", "unreserve A"]
-        assert sched.cache.num_pods == 0  # forgotten
+        # Gate registers no events (every event of every resource, upstream's
+        # UnrollWildCardResource): the echo of the PodScheduled=False write, a generic
+        # UnschedulablePod/Update, wakes the pod once, as upstream; the second failure
+        # writes the same condition (no write, no echo), so there is no third attempt.
+        want = "0/1 nodes are available: 1 not now."
+        await wait_for(lambda: failed_notes(c) == [want, want])
         uid = c.get("pods", "default/p")["metadata"]["uid"]  # type: ignore[index]
+        await wait_for(lambda: sched.queue.where(uid) == "unschedulable")
+        await asyncio.sleep(0.3)
+        assert failed_notes(c) == [want, want]
+        assert sched.cache.num_pods == 0  # forgotten
         info = sched.queue.get(uid)
         assert info is not None
         assert sched.queue.where(info.uid) == "unschedulable"
         assert info.unschedulable_plugins == {"Gate"}
-        want = "0/1 nodes are available: 1 not now."
-        assert failed_notes(c) == [want]
         cond = dict(condition(c, "p") or {})
         assert cond.pop("lastTransitionTime")  # set, as upstream's
         assert cond == {
@@ -136,7 +143,7 @@ async def test_permit_rejection_unreserves_in_reverse_forgets_and_reports():
         }
         text = generate_latest(sched.metrics.registry).decode()
         attempts = 'scheduler_schedule_attempts_total{profile="default-scheduler",'
-        assert attempts + 'result="unschedulable"} 1.0' in text
+        assert attempts + 'result="unschedulable"} 2.0' in text
         assert 'scheduler_unschedulable_pods{plugin="Gate",profile="default-scheduler"} 1.0' in text
         assert 'scheduler_pending_pods{queue="unschedulable"} 1.0' in text
 

@@ -32,7 +32,7 @@ def test_group_qualified_kinds_build_their_resource_urls(kind: Kind, path: str) 
 @pytest.mark.parametrize(
     ("resource", "kind"),
     [
-        ("PodGroup", "podgroups"),
+        ("scheduling.k8s.io/PodGroup", "podgroups"),
         ("podgroups.v1alpha1.scheduling.x-k8s.io", "podgroups.scheduling.x-k8s.io"),
         ("elasticquotas.v1alpha1.scheduling.x-k8s.io", "elasticquotas.scheduling.x-k8s.io"),
     ],

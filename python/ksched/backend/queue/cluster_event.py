@@ -35,6 +35,10 @@ from ksched.api.pod import Pod
 __all__ = [
     "ALL",
     "ASSIGNED_POD",
+    "CSI_DRIVER",
+    "CSI_NODE",
+    "CSI_STORAGE_CAPACITY",
+    "DEVICE_CLASS",
     "EVENT_ASSIGNED_POD_ADD",
     "EVENT_ASSIGNED_POD_DELETE",
     "EVENT_ASSIGNED_POD_UPDATE",
@@ -46,8 +50,15 @@ __all__ = [
     "EVENT_UNSCHEDULED_POD_DELETE",
     "EVENT_UNSCHEDULED_POD_UPDATE",
     "NODE",
+    "PERSISTENT_VOLUME",
+    "PERSISTENT_VOLUME_CLAIM",
     "POD",
+    "POD_GROUP",
+    "RESOURCE_CLAIM",
+    "RESOURCE_SLICE",
+    "STORAGE_CLASS",
     "UNSCHEDULED_POD",
+    "VOLUME_ATTACHMENT",
     "WILDCARD",
     "ActionType",
     "ClusterEvent",
@@ -132,6 +143,19 @@ NODE: Final = "Node"
 ASSIGNED_POD: Final = "AssignedPod"
 UNSCHEDULED_POD: Final = "UnschedulablePod"
 WILDCARD: Final = "*"
+#: The other resources, spelled as upstream's ``fwk.EventResource`` constants: an event's
+#: label (metrics, logs) is the resource then the action, ``storage.k8s.io/CSINodeAdd``.
+PERSISTENT_VOLUME: Final = "PersistentVolume"
+PERSISTENT_VOLUME_CLAIM: Final = "PersistentVolumeClaim"
+CSI_NODE: Final = "storage.k8s.io/CSINode"
+CSI_DRIVER: Final = "storage.k8s.io/CSIDriver"
+VOLUME_ATTACHMENT: Final = "storage.k8s.io/VolumeAttachment"
+CSI_STORAGE_CAPACITY: Final = "storage.k8s.io/CSIStorageCapacity"
+STORAGE_CLASS: Final = "storage.k8s.io/StorageClass"
+RESOURCE_CLAIM: Final = "resource.k8s.io/ResourceClaim"
+RESOURCE_SLICE: Final = "resource.k8s.io/ResourceSlice"
+DEVICE_CLASS: Final = "resource.k8s.io/DeviceClass"
+POD_GROUP: Final = "scheduling.k8s.io/PodGroup"
 
 
 class QueueingHint(enum.IntEnum):

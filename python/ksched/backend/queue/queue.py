@@ -517,6 +517,10 @@ class SchedulingQueue:
 
     # ---- queueing hints ------------------------------------------------------------
 
+    def is_event_of_interest(self, event: ClusterEvent) -> bool:
+        """Upstream ``isEventOfInterest``: some plugin registered an event it matches."""
+        return self._is_event_of_interest(event)
+
     def _is_event_of_interest(self, event: ClusterEvent) -> bool:
         cached = self._interest.get(event)
         if cached is None:
@@ -678,17 +682,14 @@ class SchedulingQueue:
         previous = old or info.pod
         info.pod, info.compiled = pod, compiled or compile_pod(pod)
         self.nominator.update(previous, pod)
-        strategy = QueueingStrategy.SKIP
-        label = _POD_UPDATE
+        # Upstream ``Update`` for a pod in unschedulablePods: each event in turn, the
+        # first that moves the pod to activeQ (or backoffQ) ends it; unlike a cluster
+        # event, the gating plugin's events do not pre-filter a gated pod's own update.
         for ev in pod_scheduling_properties_change(previous, pod):
-            if info.gating_plugin and not match_any_cluster_event(ev, info.gating_plugin_events):
-                continue
-            s = self.worth_requeuing(info, ev, previous, pod)
-            if s > strategy:
-                strategy, label = s, ev.label
-        if strategy != QueueingStrategy.SKIP:
-            self._unschedulable.pop(uid, None)
-            self._requeue(info, strategy, label)
+            strategy = self.worth_requeuing(info, ev, previous, pod)
+            where = self._requeue(info, strategy, ev.label)
+            if where == ACTIVE or (self.pop_from_backoff and where == BACKOFF):
+                break
 
     def delete(self, uid: str) -> None:
         """The pod was deleted or bound: forget it (an in-flight pod is marked)."""
@@ -705,17 +706,23 @@ class SchedulingQueue:
         """Move pods from unschedulablePods/backoffQ to activeQ (``ForceActivate``). An
         in-flight pod gets the event recorded, so it comes back when it fails."""
         for uid in uids:
-            info = self._unschedulable.get(uid) or self._backoff_uids.get(uid)
-            if info is not None:
-                from_backoff = uid in self._backoff_uids
-                self._unschedulable.pop(uid, None)
-                self._backoff_uids.pop(uid, None)
-                if not self._move_to_active(info, FORCE_ACTIVATE, from_backoff=from_backoff):
-                    continue
-            elif uid in self._in_flight:
+            if self._activate_one(uid):
+                continue
+            if uid in self._in_flight:
                 pod = self._in_flight[uid][0].pod
                 self._event_seq += 1
                 self._events.append((self._event_seq, EVENT_FORCE_ACTIVATE, None, pod))
+
+    def _activate_one(self, uid: str) -> bool:
+        """Upstream ``activate``: a pod of unschedulablePods or backoffQ to activeQ
+        (through PreEnqueue); whether it was found there (even if it stays gated)."""
+        info = self._unschedulable.get(uid) or self._backoff_uids.get(uid)
+        if info is None:
+            return False
+        from_backoff = uid in self._backoff_uids
+        self._unschedulable.pop(uid, None)
+        self._backoff_uids.pop(uid, None)
+        return self._move_to_active(info, FORCE_ACTIVATE, from_backoff=from_backoff)
 
     def move_all_to_active_or_backoff(
         self,
@@ -782,7 +789,9 @@ class SchedulingQueue:
         taking its other members. It is activated first (out of unschedulablePods or
         backoffQ, through PreEnqueue); None when it is not in activeQ then (unknown,
         gated, already in flight)."""
-        self.activate((uid,))
+        # Upstream ``PopSpecificPod`` calls the internal ``activate``: an in-flight pod
+        # gets no ForceActivate event recorded (unlike ``Activate``).
+        self._activate_one(uid)
         info = self._active_uids.pop(uid, None)
         if info is None:
             return None

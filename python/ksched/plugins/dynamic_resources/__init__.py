@@ -84,6 +84,7 @@ import orjson
 
 from ksched import _core
 from ksched.api.pod import Pod
+from ksched.backend.queue import cluster_event
 from ksched.backend.queue.cluster_event import (
     NODE,
     POD,
@@ -140,9 +141,10 @@ log = logging.getLogger(__name__)
 NAME: Final = "DynamicResources"
 STATE_KEY: Final = NAME
 
-RESOURCE_CLAIM: Final = "ResourceClaim"
-RESOURCE_SLICE: Final = "ResourceSlice"
-DEVICE_CLASS: Final = "DeviceClass"
+# The cluster-event resources (upstream's fwk.EventResource names).
+RESOURCE_CLAIM: Final = cluster_event.RESOURCE_CLAIM
+RESOURCE_SLICE: Final = cluster_event.RESOURCE_SLICE
+DEVICE_CLASS: Final = cluster_event.DEVICE_CLASS
 
 #: ``resourceapi.FirstAvailableDeviceRequestMaxSize``.
 FIRST_AVAILABLE_MAX_SIZE: Final = 8

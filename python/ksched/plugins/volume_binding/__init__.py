@@ -49,7 +49,13 @@ from ksched.api.volume import (
 )
 from ksched.backend.cache.storage import KEY, StorageColumns
 from ksched.backend.queue.cluster_event import (
+    CSI_DRIVER,
+    CSI_NODE,
+    CSI_STORAGE_CAPACITY,
     NODE,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    STORAGE_CLASS,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
@@ -151,20 +157,20 @@ def _after_csidriver_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
 def events_to_register() -> list[ClusterEventWithHint]:
     return [
         ClusterEventWithHint(
-            ClusterEvent("StorageClass", ActionType.ADD | ActionType.UPDATE), _after_class_change
+            ClusterEvent(STORAGE_CLASS, ActionType.ADD | ActionType.UPDATE), _after_class_change
         ),
         ClusterEventWithHint(
-            ClusterEvent("PersistentVolumeClaim", ActionType.ADD | ActionType.UPDATE),
+            ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE),
             _after_claim_change,
         ),
-        ClusterEventWithHint(ClusterEvent("PersistentVolume", ActionType.ADD | ActionType.UPDATE)),
+        ClusterEventWithHint(ClusterEvent(PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE)),
         ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
         ClusterEventWithHint(
-            ClusterEvent("CSINode", ActionType.ADD | ActionType.UPDATE), _after_csinode_change
+            ClusterEvent(CSI_NODE, ActionType.ADD | ActionType.UPDATE), _after_csinode_change
         ),
-        ClusterEventWithHint(ClusterEvent("CSIDriver", ActionType.UPDATE), _after_csidriver_change),
+        ClusterEventWithHint(ClusterEvent(CSI_DRIVER, ActionType.UPDATE), _after_csidriver_change),
         ClusterEventWithHint(
-            ClusterEvent("CSIStorageCapacity", ActionType.ADD | ActionType.UPDATE),
+            ClusterEvent(CSI_STORAGE_CAPACITY, ActionType.ADD | ActionType.UPDATE),
             _after_capacity_change,
         ),
     ]
