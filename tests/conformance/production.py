@@ -12,8 +12,9 @@ very call of the scheduler's loop. The binding, the FailedScheduling event, the
 PodScheduled condition, a nomination and preemption's deletions then reach the embedded
 cluster, and are read back from there. The chosen node is the one the cycle handed to
 the binding cycle (upstream's harness reports the node Reserve got); a binding cycle
-whose VolumeBinding PreBind waits for the PV controller (neither side runs one) is
-cancelled and reported ``bindingPending``.
+whose VolumeBinding PreBind waits for the PV controller, or whose DynamicResources
+PreBind waits for the devices' binding conditions (neither side runs a PV controller or
+a DRA driver), is cancelled and reported ``bindingPending``.
 
 The per-node view (every node's Filter status and each Score plugin's normalized score)
 comes from :meth:`ksched._core.Snapshot.explain` on the scheduler's own snapshot just
@@ -48,7 +49,8 @@ class RecordingCluster(InMemoryCluster):
     def __init__(self) -> None:
         super().__init__()
         self.deleted: list[str] = []
-        #: Set by VolumeBinding's PreBind writes (see :data:`PV_CONTROLLER_KINDS`).
+        #: Set by VolumeBinding's PreBind writes (see :data:`PV_CONTROLLER_KINDS`) and by
+        #: DynamicResources' BindingConditionsPending event.
         self.binding_pending = asyncio.Event()
 
     async def delete_pod(self, *, namespace: str, name: str, uid: str) -> None:
@@ -60,6 +62,13 @@ class RecordingCluster(InMemoryCluster):
         if kind in PV_CONTROLLER_KINDS:
             self.binding_pending.set()
         return out
+
+    async def create_event(self, *, event: Obj) -> None:
+        await super().create_event(event=event)
+        if event.get("reason") == "BindingConditionsPending":
+            # DynamicResources' PreBind waits for a driver to set the devices' binding
+            # conditions: no driver runs here or in upstream's harness.
+            self.binding_pending.set()
 
 
 #: The kinds only VolumeBinding's PreBind writes, and then waits for the PV controller
@@ -267,7 +276,8 @@ async def run_case(
             await asyncio.wait({pending, drained}, return_when=asyncio.FIRST_COMPLETED)
             if pending.done():
                 # PreBind asked the PV controller (a bindTimeoutSeconds of 0 may have
-                # failed the binding already: upstream's harness stops at the same write).
+                # failed the binding already: upstream's harness stops at the same write)
+                # or waits for binding conditions.
                 report["bindingPending"] = True
                 sched.binder.cancel()
             for t in (pending, drained):

@@ -77,6 +77,8 @@ type observation struct {
 	events         []EventReport
 	// scheduled is the binding cycle's Scheduled event.
 	scheduled *EventReport
+	// bindingWait is called on the binding cycle's BindingConditionsPending event.
+	bindingWait func()
 }
 
 // PreFilterReport is RunPreFilterPlugins' outcome.
@@ -301,6 +303,10 @@ func (r *recorder) Eventf(regarding runtime.Object, related runtime.Object, even
 		r.obs.scheduled = &e
 		r.obs.mu.Unlock()
 		return
+	}
+	if reason == "BindingConditionsPending" && r.obs.bindingWait != nil {
+		// DynamicResources' PreBind waits for the devices' binding conditions.
+		r.obs.bindingWait()
 	}
 	r.obs.record(func() { r.obs.events = append(r.obs.events, e) })
 }

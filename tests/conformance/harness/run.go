@@ -16,7 +16,8 @@ package main
 // PreScore, Score, NormalizeScore and weights, selectHost, or on failure PostFilter
 // (DefaultPreemption), the FailedScheduling event and the PodScheduled condition.
 // Bindings succeed (the fake's pods/binding is answered OK); a binding cycle whose
-// VolumeBinding PreBind waits for the PV controller is reported pending and cancelled.
+// VolumeBinding PreBind waits for the PV controller, or whose DynamicResources PreBind
+// waits for the devices' binding conditions, is reported pending and cancelled.
 
 import (
 	"context"
@@ -92,10 +93,14 @@ type Result struct {
 	NominatedNodeName string           `json:"nominatedNodeName"`
 	// Deleted are the pods the cycle's preemption deleted (namespace/name, sorted).
 	Deleted []string `json:"deleted"`
-	// BindingPending: the binding cycle was left waiting in VolumeBinding's PreBind
-	// for the PV controller (which the harness does not run).
+	// BindingPending: the binding cycle was left waiting in a PreBind for what no
+	// component of the harness does: VolumeBinding's for the PV controller, or
+	// DynamicResources' for a driver to set the devices' binding conditions.
 	BindingPending bool `json:"bindingPending"`
 }
+
+// generatedSuffix completes a generateName (the API server's is five random characters).
+const generatedSuffix = "x7k2p"
 
 // caseTimeout bounds one case (a case waiting longer is reported as an error).
 const caseTimeout = 30 * time.Second
@@ -185,12 +190,26 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 	// pending (reported as bindingPending, no Scheduled event) and cancelled.
 	bindingPending := make(chan struct{})
 	var pendingOnce sync.Once
+	markPending := func() { pendingOnce.Do(func() { close(bindingPending) }) }
 	for _, resource := range []string{"persistentvolumes", "persistentvolumeclaims"} {
 		client.PrependReactor("update", resource, func(action clienttesting.Action) (bool, runtime.Object, error) {
-			pendingOnce.Do(func() { close(bindingPending) })
+			markPending()
 			return false, nil, nil
 		})
 	}
+	// generateName: the fake tracker stores what it is given, an empty name included;
+	// the API server generates one (DynamicResources' PreBind creates the claim of a
+	// pod's extended resources so). Here the suffix is fixed: cases are deterministic.
+	client.PrependReactor("create", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		create, ok := action.(clienttesting.CreateAction)
+		if !ok {
+			return false, nil, nil
+		}
+		if m, err := metaOf(create.GetObject()); err == nil && m.GetName() == "" && m.GetGenerateName() != "" {
+			m.SetName(m.GetGenerateName() + generatedSuffix)
+		}
+		return false, nil, nil
+	})
 	var deletedMu sync.Mutex
 	var deleted []string
 	client.PrependReactor("delete", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
@@ -201,7 +220,10 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 		return false, nil, nil
 	})
 
-	obs := &observation{}
+	// DynamicResources' PreBind waits for the allocated devices' binding conditions
+	// (DRADeviceBindingConditions), which no driver of the harness sets: its
+	// BindingConditionsPending event leaves the binding cycle pending too.
+	obs := &observation{bindingWait: markPending}
 	informerFactory := scheduler.NewInformerFactory(client, 0)
 	sched, err := scheduler.New(ctx, client, informerFactory, nil,
 		func(string) events.EventRecorderLogger { return &recorder{obs: obs} },
@@ -272,8 +294,8 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 
 	report(obs, res)
 	if res.Chosen != nil {
-		// The binding cycle runs in a goroutine: its Scheduled event ends it, or
-		// VolumeBinding's PreBind waiting for the PV controller.
+		// The binding cycle runs in a goroutine: its Scheduled event ends it, or a
+		// PreBind waiting for the PV controller or for binding conditions.
 	wait:
 		for {
 			obs.mu.Lock()
