@@ -30,7 +30,10 @@ field a built-in plugin reads is drawn somewhere:
   and the pod's own nomination;
 * workloads for default spreading: Services, ReplicaSets, StatefulSets,
   ReplicationControllers (the pod is owned by one or selected by one);
-* PodDisruptionBudgets, for preemption;
+* PodDisruptionBudgets, for preemption; inter-pod affinity in preemption's dry run
+  (:func:`affinity_in_preemption`: victims with anti-affinity against the preemptor or
+  matching its terms, namespace selectors that match an empty label set, a pod of
+  higher priority nominated to a victim's node with anti-affinity against the preemptor);
 * node declared features (registered and unknown names) and pods whose container
   restart rules need RestartAllContainersOnContainerExits (NodeDeclaredFeatures);
 * the configuration: ``percentageOfNodesToScore: 100`` always; one or two profiles
@@ -40,6 +43,11 @@ field a built-in plugin reads is drawn somewhere:
   default constraints and defaulting type; InterPodAffinity's hard weight and
   ``ignorePreferredTermsOfExistingPods``; NodeAffinity's ``addedAffinity``;
   DefaultPreemption's candidate numbers).
+
+Parts added to the generator after a release of it draw from a fork of the case's random
+source (:meth:`Gen.fork`, seeded by the case's key and the part's name), so what the
+other parts draw, and so the cases of earlier runs, stay as they were; the new part only
+adds to them.
 
 Plugins are a table (:data:`PLUGINS`): one entry per plugin with the generator of its
 args and of the features it tests, and for plugins that read more than nodes and pods

@@ -16,6 +16,13 @@ results) and reserved for bound pods, whose devices are then in use. The pod to
 schedule names claims directly or through a template (the claim the resourceclaim
 controller would have created, recorded in ``status.resourceClaimStatuses``).
 
+Two later parts draw from forks of the case's random source (:meth:`Gen.fork`), so the
+objects above stay as earlier runs drew them: :func:`extended_resources` (DeviceClasses
+with ``extendedResourceName``, the pod asking for such names, nodes advertising them or
+not, bound pods holding allocated claims for them, a claim an earlier cycle made for
+the pod) and :func:`binding_conditions` (devices with binding conditions or
+``bindsToNode``, allocated claims carrying them, with timestamps and device statuses).
+
 Cases avoid what gates the pod before the queue (a claim that does not exist), which
 upstream's harness cannot pop: the pod's claims always exist.
 """

@@ -1,9 +1,9 @@
 """Run a case through ksched's production path: what ``ksched run`` does for one attempt.
 
 The stored objects (as upstream's harness stored them: defaulted, validated, selectors
-merged) are created in an embedded cluster (:class:`ksched.sim.InMemoryCluster`) in the
-case's order, so ksched's informers list them as the API server serves them. The
-configuration is loaded as ``ksched run --config`` loads it
+merged) are created in an embedded cluster (:class:`ksched.sim.InMemoryCluster`) sorted
+by namespace and name, so ksched's informers list them as the API server (and upstream's
+harness) serves them. The configuration is loaded as ``ksched run --config`` loads it
 (:func:`ksched.config.load_config_bytes` with the installed plugin registry), the
 scheduler is built by :func:`ksched.run.new_scheduler` and started (informers synced);
 the case's pod is taken out of the queue (:meth:`SchedulingQueue.pop_specific`, as
@@ -75,6 +75,11 @@ class RecordingCluster(InMemoryCluster):
 #: to bind: neither the embedded cluster nor upstream's harness runs one, so the binding
 #: cycle is left pending there and cancelled (upstream's harness does the same).
 PV_CONTROLLER_KINDS = frozenset({"persistentvolumes", "persistentvolumeclaims"})
+
+
+def _list_order(obj: Obj) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
 def _status(entry: Obj | None) -> Obj | None:
@@ -222,7 +227,12 @@ async def run_case(
         gates=gates,
     )
     cluster = RecordingCluster()
-    for obj in objects:
+    # Lists come sorted by namespace and name from etcd, and from upstream's harness
+    # (the fake clientset's tracker sorts them so); the embedded cluster lists in
+    # creation order, so the objects are created in that order. It is what handlers see
+    # first: of two DeviceClasses created alike that claim one extended resource name,
+    # the first listed takes the name and its implicit one, the other neither.
+    for obj in sorted(objects, key=_list_order):
         cluster.create(RESOURCES[obj["kind"]], obj)  # type: ignore[arg-type]
     sched = new_scheduler(cfg, cluster, seed=seed, identity="conformance", gates=gates)
     report: Obj = {"error": ""}
