@@ -471,12 +471,23 @@ def extended_resources(
         if inits and g.chance(0.5):
             _request(g.pick(inits), name, g.pick([1, 2, 3]))
             g.tag("pod:extended.init-container")
-    if g.chance(0.35):
+    lean = g.chance(0.4)
+    if lean or g.chance(0.2):
         # The extended resources alone: no claim of the pod's own (its claims stay,
         # unused by it).
         spec.pop("resourceClaims", None)
         (pod.get("status") or {}).pop("resourceClaimStatuses", None)
         g.tag("pod:extended.no-user-claims")
+    if lean:
+        # A pod that may well fit, so that DRA allocates its extended resources and
+        # PreBind creates their claim: no volumes and no node constraints of its own.
+        for key in ("volumes", "nodeSelector"):
+            spec.pop(key, None)
+        (spec.get("affinity") or {}).pop("nodeAffinity", None)
+        for c in [*containers, *(spec.get("initContainers") or [])]:
+            c.pop("volumeMounts", None)
+            c.pop("volumeDevices", None)
+        g.tag("scenario:dra-extended-lean")
     if g.chance(0.15):
         # The claim an earlier cycle created for the pod's extended resources: with
         # requests it is stale (Filter: "cannot schedule extended resource claim").
@@ -577,7 +588,7 @@ def binding_conditions(g: Gen, slices: list[Obj], claims: list[Obj]) -> None:
     g.tag("scenario:dra-binding-conditions")
     for s in slices:
         pooled = not s["spec"].get("nodeName")
-        if not g.chance(0.5 if pooled else 0.3):
+        if not g.chance(0.5):
             continue
         for d in s["spec"]["devices"]:
             if g.chance(0.7):

@@ -321,9 +321,10 @@ async def run_case(
                 "note": e.get("note"),
             }
             for e in cluster.events
-            # After a successful scheduling cycle only the binding's Scheduled event is
-            # compared (upstream's harness records no other event of the binding cycle).
-            if not reserved or e.get("reason") == "Scheduled"
+            # After a successful scheduling cycle only the binding cycle's outcome is
+            # compared: its Scheduled event, or its FailedScheduling event when a PreBind
+            # or the Bind failed (upstream's harness records no other event of it).
+            if not reserved or e.get("reason") in ("Scheduled", "FailedScheduling")
         ]
         report["deleted"] = sorted(cluster.deleted)
     finally:

@@ -75,7 +75,8 @@ type observation struct {
 	scheduleErr    error
 	failure        *FailureReport
 	events         []EventReport
-	// scheduled is the binding cycle's Scheduled event.
+	// scheduled is the binding cycle's Scheduled event, or its FailedScheduling event
+	// when it failed (a PreBind or Bind error).
 	scheduled *EventReport
 	// bindingWait is called on the binding cycle's BindingConditionsPending event.
 	bindingWait func()
@@ -297,8 +298,11 @@ func (r *recorder) Eventf(regarding runtime.Object, related runtime.Object, even
 		ref = p.Namespace + "/" + p.Name
 	}
 	e := EventReport{Type: eventtype, Reason: reason, Action: action, Regarding: ref, Note: fmt.Sprintf(note, args...)}
-	if reason == "Scheduled" {
-		// The binding cycle's event comes after the observed scheduling cycle.
+	r.obs.mu.Lock()
+	bindingCycle := r.obs.closed
+	r.obs.mu.Unlock()
+	if reason == "Scheduled" || bindingCycle && reason == "FailedScheduling" {
+		// The binding cycle's outcome comes after the observed scheduling cycle.
 		r.obs.mu.Lock()
 		r.obs.scheduled = &e
 		r.obs.mu.Unlock()

@@ -84,7 +84,8 @@ type Result struct {
 	FitError   string            `json:"fitError"`
 	PostFilter *PostFilterReport `json:"postFilter"`
 	Failure    *FailureReport    `json:"failure"`
-	// Events are the cycle's events, then the binding cycle's Scheduled event.
+	// Events are the cycle's events, then the binding cycle's Scheduled event (or its
+	// FailedScheduling event when a PreBind or the Bind failed).
 	Events []EventReport `json:"events"`
 	// Condition is the pod's PodScheduled condition (times that are set read
 	// 2026-01-01T00:00:00Z) and NominatedNodeName its status.nominatedNodeName after
@@ -171,11 +172,17 @@ func runCase(c Case) (res Result) {
 }
 
 func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration, stored []storedObject, podKey string, res *Result) error {
-	objs := make([]runtime.Object, 0, len(stored))
+	client := fake.NewClientset()
+	// Every write goes through a tracker that versions what it stores (versions.go);
+	// this reactor is prepended first, so the ones below run before it.
+	versioned := &versionedTracker{ObjectTracker: client.Tracker()}
+	client.PrependReactor("*", "*", clienttesting.ObjectReaction(versioned))
 	for _, o := range stored {
-		objs = append(objs, o.obj)
+		// A copy: the stored object is echoed as it was stored, without a version.
+		if err := versioned.Add(o.obj.DeepCopyObject()); err != nil {
+			return fmt.Errorf("adding %s to the fake clientset: %w", o.gvr.Resource, err)
+		}
 	}
-	client := fake.NewClientset(objs...)
 	// pods/binding: the fake tracker has no binding subresource; the API server's
 	// answer is "created" (the scheduler's cache keeps the assumed pod either way).
 	client.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
@@ -294,8 +301,8 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 
 	report(obs, res)
 	if res.Chosen != nil {
-		// The binding cycle runs in a goroutine: its Scheduled event ends it, or a
-		// PreBind waiting for the PV controller or for binding conditions.
+		// The binding cycle runs in a goroutine: its Scheduled or FailedScheduling event
+		// ends it, or a PreBind waiting for the PV controller or for binding conditions.
 	wait:
 		for {
 			obs.mu.Lock()
@@ -307,7 +314,7 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 			}
 			select {
 			case <-ctx.Done():
-				return errors.New("the binding cycle did not report the pod Scheduled")
+				return errors.New("the binding cycle did not end (no Scheduled or FailedScheduling event)")
 			case <-bindingPending:
 				res.BindingPending = true
 				cancelCycle()
