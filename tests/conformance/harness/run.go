@@ -64,6 +64,9 @@ type Result struct {
 	ID string `json:"id"`
 	// Error: the case could not run (invalid object or configuration, timeout).
 	Error string `json:"error,omitempty"`
+	// UpstreamPanic: a goroutine of the scheduler panicked during the case (the
+	// message); kube-scheduler would have crashed, so the rest of the report is moot.
+	UpstreamPanic string `json:"upstreamPanic,omitempty"`
 	// Objects are the stored objects (with Echo), in input order.
 	Objects []json.RawMessage `json:"objects,omitempty"`
 	Profile string            `json:"profile"`
@@ -130,9 +133,13 @@ func loadConfig(data []byte) (*schedulerapi.KubeSchedulerConfiguration, error) {
 
 func runCase(c Case) (res Result) {
 	res.ID = c.ID
+	casePanics.reset()
 	defer func() {
 		if r := recover(); r != nil {
 			res = Result{ID: c.ID, Error: fmt.Sprintf("panic: %v", r)}
+		}
+		if p := casePanics.first(); p != "" {
+			res = Result{ID: c.ID, UpstreamPanic: p, Objects: res.Objects}
 		}
 	}()
 	if err := setFeatureGates(c.FeatureGates); err != nil {
