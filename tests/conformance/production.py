@@ -323,8 +323,13 @@ async def run_case(
             for e in cluster.events
             # After a successful scheduling cycle only the binding cycle's outcome is
             # compared: its Scheduled event, or its FailedScheduling event when a PreBind
-            # or the Bind failed (upstream's harness records no other event of it).
-            if not reserved or e.get("reason") in ("Scheduled", "FailedScheduling")
+            # or the Bind failed (upstream's harness records no other event of it), and
+            # none when it was left pending (upstream's harness stops it there).
+            if not reserved
+            or (
+                not report["bindingPending"]
+                and e.get("reason") in ("Scheduled", "FailedScheduling")
+            )
         ]
         report["deleted"] = sorted(cluster.deleted)
     finally:

@@ -312,6 +312,15 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 		// ends it, or a PreBind waiting for the PV controller or for binding conditions.
 	wait:
 		for {
+			// A PreBind that asked what no component here does ends the binding cycle
+			// first, even when it has failed since (a bindTimeoutSeconds of 0).
+			select {
+			case <-bindingPending:
+				res.BindingPending = true
+				cancelCycle()
+				break wait
+			default:
+			}
 			obs.mu.Lock()
 			e := obs.scheduled
 			obs.mu.Unlock()
