@@ -273,7 +273,9 @@ impl CompiledAffinity {
         };
         self.affinity_required.iter_mut().for_each(quirk);
         self.anti_required.iter_mut().for_each(quirk);
-        self.affinity_preferred.iter_mut().for_each(|(_, t)| quirk(t));
+        self.affinity_preferred
+            .iter_mut()
+            .for_each(|(_, t)| quirk(t));
         self.anti_preferred.iter_mut().for_each(|(_, t)| quirk(t));
         self
     }

@@ -841,8 +841,8 @@ def affinity_in_preemption(g: Gen, nodes: list[Obj], pod: Obj) -> list[Obj]:
     hosts = [
         p["spec"]["nodeName"]
         for p in lower
-        if (p["spec"].get("affinity") or {}).get("podAntiAffinity") and p["spec"]["nodeName"] in
-        {n["metadata"]["name"] for n in nodes}
+        if (p["spec"].get("affinity") or {}).get("podAntiAffinity")
+        and p["spec"]["nodeName"] in {n["metadata"]["name"] for n in nodes}
     ]
     if hosts and g.chance(0.5):
         q = base_pod(g, "nominated-ipa", g.pick(NAMESPACES))

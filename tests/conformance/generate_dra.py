@@ -492,7 +492,10 @@ def extended_resources(
         # The claim an earlier cycle created for the pod's extended resources: with
         # requests it is stale (Filter: "cannot schedule extended resource claim").
         c = resource_claim(
-            g, f"{pod['metadata']['name']}-extended-resources-q8r2t", pod["metadata"]["namespace"], {}
+            g,
+            f"{pod['metadata']['name']}-extended-resources-q8r2t",
+            pod["metadata"]["namespace"],
+            {},
         )
         c["metadata"]["annotations"] = {EXTENDED_ANNOTATION: "true"}
         c["metadata"]["ownerReferences"] = [_owner(pod)]
@@ -647,6 +650,7 @@ def binding_conditions(g: Gen, slices: list[Obj], claims: list[Obj]) -> None:
             )
         if any(r.get("bindingConditions") for r in alloc["devices"]["results"]):
             alloc["allocationTimestamp"] = g.pick([LONG_AGO, LATER])
-            g.tag(f"dra:claim.allocated-{'long-ago' if alloc['allocationTimestamp'] == LONG_AGO else 'recently'}")
+            when = "long-ago" if alloc["allocationTimestamp"] == LONG_AGO else "recently"
+            g.tag(f"dra:claim.allocated-{when}")
         if statuses:
             c["status"]["devices"] = statuses

@@ -58,9 +58,7 @@ def test_seeded_cases_agree_with_upstream_on_every_aspect(upstream: Upstream) ->
     assert compared["scores"] >= CASES // 10
     assert compared["condition"] >= CASES // 4
     compared_cases = CASES - crashed
-    assert all(
-        compared[a] == compared_cases for a in ("runs", "feasible", "statuses", "chosen")
-    )
+    assert all(compared[a] == compared_cases for a in ("runs", "feasible", "statuses", "chosen"))
 
 
 def test_a_preemption_case_exercises_victims(upstream: Upstream) -> None:
@@ -107,7 +105,9 @@ UPSTREAM_PANICS = sorted((Path(__file__).parent / "regressions" / "upstream-pani
 
 
 @pytest.mark.parametrize("path", UPSTREAM_PANICS, ids=[p.stem for p in UPSTREAM_PANICS])
-def test_upstream_panic_is_reported_and_ksched_runs_the_case(upstream: Upstream, path: Path) -> None:
+def test_upstream_panic_is_reported_and_ksched_runs_the_case(
+    upstream: Upstream, path: Path
+) -> None:
     saved = json.loads(path.read_text())
     checker = Checker(upstream)
     try:
@@ -116,7 +116,5 @@ def test_upstream_panic_is_reported_and_ksched_runs_the_case(upstream: Upstream,
         checker.close()
     assert checked.upstream_crashed, (saved["why"], checked.upstream)
     case = saved["case"]
-    report = production.run(
-        checked.upstream["objects"], case.get("config"), case["pod"], 1
-    )
+    report = production.run(checked.upstream["objects"], case.get("config"), case["pod"], 1)
     assert not report["error"], report["error"]
