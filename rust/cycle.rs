@@ -273,7 +273,8 @@ impl Snapshot {
                 namespace,
                 &labels,
                 &mut self.interner,
-            );
+            )
+            .as_incoming();
             let affinity_entry = (!terms.affinity_required.is_empty())
                 .then(|| self.count_entry(PodPredicate::AllTerms(terms.affinity_required.clone())));
             let anti_entries: Vec<usize> = terms
@@ -503,6 +504,9 @@ impl Snapshot {
                 }
             }
         }
+        st.skipped = st.existing_anti_affinity_counts.is_empty()
+            && terms.affinity_required.is_empty()
+            && terms.anti_required.is_empty();
         st.self_matches_affinity = !terms.affinity_required.is_empty()
             && terms
                 .affinity_required

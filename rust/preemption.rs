@@ -424,6 +424,20 @@ impl Snapshot {
                 &again.taints,
             );
             again.spread = spread;
+            // InterPodAffinity keeps its PreFilter state and moves it by the victims'
+            // terms and labels (RemovePod/AddPod, upstream `updateWithPod`), which the
+            // counts afresh equal; but whether its PreFilter skipped the pod, so whether
+            // the nominated pods' AddPod counts in the dry run's Filter, stays the
+            // cycle's: a pod whose only matching anti-affinity was a victim's is still
+            // filtered against the nominated pods' anti-affinity terms.
+            let ipa_changed =
+                again.ipa.active != st.ipa.active || again.ipa.skipped != st.ipa.skipped;
+            again.ipa.active = st.ipa.active;
+            again.ipa.skipped = st.ipa.skipped;
+            if ipa_changed {
+                snap.refresh_active_filters(profile, &mut again);
+                again.only_fit_sees_pods = false;
+            }
             if again.restrictions.is_some() || base.is_some() {
                 again.restrictions = base.as_ref().map(|b| RestrictionsState {
                     conflicts: b.conflicts - removed,

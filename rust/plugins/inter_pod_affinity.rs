@@ -251,6 +251,36 @@ impl CompiledAffinity {
     }
 }
 
+impl CompiledAffinity {
+    /// The terms of the pod being scheduled as upstream's InterPodAffinity matches them.
+    /// Its PreFilter and PreScore merge the namespaces a term's `namespaceSelector`
+    /// selects into the term's namespaces (`mergeAffinityTermNamespacesIfNotEmpty`) and
+    /// from then on match pods with nil namespace labels (`AffinityTerm.Matches(pod,
+    /// nil)`, in `updateWithAffinityTerms`, `updateWithAntiAffinityTerms`,
+    /// `podMatchesAllAffinityTerms` and `processExistingPod`), meaning the selector has
+    /// been replaced by `labels.Nothing()`. But that function sets `NamespaceSelector` on
+    /// its copy of the term only: the term keeps its selector, and a selector that
+    /// matches an empty label set (`DoesNotExist`, `NotIn`) then matches pods of every
+    /// namespace. Mirrored: such a selector becomes `{}`. Any other selector matches the
+    /// namespaces it selects, as the merged names do.
+    pub fn as_incoming(mut self) -> CompiledAffinity {
+        let quirk = |t: &mut AffinityTerm| {
+            if let Some(sel) = &t.namespace_selector {
+                if !sel.is_empty() && sel.matches(&[]) {
+                    t.namespace_selector = Some(Selector::everything());
+                }
+            }
+        };
+        self.affinity_required.iter_mut().for_each(quirk);
+        self.anti_required.iter_mut().for_each(quirk);
+        self.affinity_preferred
+            .iter_mut()
+            .for_each(|(_, t)| quirk(t));
+        self.anti_preferred.iter_mut().for_each(|(_, t)| quirk(t));
+        self
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct IpaArgs {
     pub hard_pod_affinity_weight: i64,
@@ -342,6 +372,10 @@ pub struct IpaFilterState {
     pub existing_anti_affinity_counts: TopologyCounts,
     /// The pod matches all of its own required affinity terms.
     pub self_matches_affinity: bool,
+    /// Upstream's PreFilter returned Skip for the pod (no required terms of its own, no
+    /// existing pod's required anti-affinity term matching it): its AddPod (the
+    /// nominated pods) and Filter do not run in the cycle, preemption's dry run included.
+    pub skipped: bool,
 }
 
 pub fn add_count(m: &mut TopologyCounts, key: u32, value: Option<u32>, delta: i64) {
@@ -479,11 +513,7 @@ pub fn filter_with_pods<'a>(
     added: impl Iterator<Item = &'a PodRecord>,
 ) -> Option<(bool, u64)> {
     let terms = &st.terms;
-    if !st.active
-        || (st.existing_anti_affinity_counts.is_empty()
-            && terms.affinity_required.is_empty()
-            && terms.anti_required.is_empty())
-    {
+    if !st.active || st.skipped {
         return None;
     }
     let mut existing: Vec<(u32, u32)> = Vec::new();

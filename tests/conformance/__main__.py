@@ -9,7 +9,8 @@ checks each on both sides (:class:`tests.conformance.check.Checker`) and writes 
 
 * ``summary.json`` and ``summary.md``: agreement per aspect (cases where the aspect was
   compared and agreed), per pod feature (cases with that feature where every aspect
-  agreed), how many cases upstream refused (invalid, a generator bug) and how many
+  agreed), how many cases upstream refused (invalid, a generator bug), the cases on
+  which upstream's scheduler panicked (an upstream bug, not compared) and how many
   preemption outcomes needed upstream reruns;
 * ``disagreements/<seed>-<index>.json``: every disagreeing case minimized
   (:mod:`tests.conformance.minimize`), with both reports and the differences, which
@@ -48,8 +49,12 @@ def summarize(
     feature_agreed: Counter[str] = Counter()
     normalized: Counter[str] = Counter()
     invalid: list[str] = []
+    crashed: list[str] = []
     disagreeing: list[tuple[Case, Checked]] = []
     for case, checked in results:
+        if checked.upstream_crashed:
+            crashed.append(f"{case.id}: {checked.upstream['upstreamPanic']}")
+            continue
         if checked.invalid or checked.comparison is None:
             invalid.append(f"{case.id}: {checked.upstream.get('error')}")
             continue
@@ -66,12 +71,13 @@ def summarize(
                 feature_agreed[feature] += 1
         if not cmp.agrees:
             disagreeing.append((case, checked))
-    valid = len(results) - len(invalid)
+    valid = len(results) - len(invalid) - len(crashed)
     summary: Obj = {
         "seed": seed,
         "cases": len(results),
         "valid": valid,
         "invalid": invalid,
+        "upstream_panics": crashed,
         "agreeing_cases": valid - len(disagreeing),
         "seconds": round(seconds, 1),
         "plugins_left_out": unimplemented(),
@@ -126,6 +132,14 @@ def markdown(summary: Obj) -> str:
     if summary["invalid"]:
         lines += ["", "Cases upstream refused (generator bugs):", ""]
         lines += [f"* {e}" for e in summary["invalid"]]
+    if summary["upstream_panics"]:
+        lines += [
+            "",
+            "Cases on which upstream's scheduler panicked (upstream bugs, not compared; "
+            "see the README):",
+            "",
+        ]
+        lines += [f"* {e}" for e in summary["upstream_panics"]]
     return "\n".join(lines) + "\n"
 
 

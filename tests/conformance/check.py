@@ -51,6 +51,12 @@ class Checked:
     def invalid(self) -> bool:
         return bool(self.upstream.get("error"))
 
+    @property
+    def upstream_crashed(self) -> bool:
+        """A goroutine of upstream's scheduler panicked (kube-scheduler would have
+        crashed): an upstream bug, the case is not compared."""
+        return bool(self.upstream.get("upstreamPanic"))
+
 
 def _outcome(report: Obj) -> tuple[str, tuple[str, ...]]:
     return (report.get("nominatedNodeName") or "", tuple(sorted(report.get("deleted") or [])))
@@ -83,7 +89,7 @@ class Checker:
             self._reruns = None
 
     def _finish(self, case: Obj, up: Obj) -> Checked:
-        if up.get("error"):
+        if up.get("error") or up.get("upstreamPanic"):
             return Checked(case, up, None, None)
         ks = production.run(
             up["objects"], case.get("config"), case["pod"], SEED, case.get("featureGates")

@@ -12,7 +12,8 @@ Aspects (each agrees or not, with a readable detail when not):
 * ``chosen``: the node the cycle picked;
 * ``message``: the FailedScheduling event (its text, type, action and pod), or on
   success the binding's Scheduled event (or both sides' binding cycle left waiting in
-  VolumeBinding's PreBind for a PV controller neither runs);
+  PreBind: VolumeBinding's for a PV controller, DynamicResources' for binding
+  conditions, which neither side's cluster sets);
 * ``condition``: the PodScheduled condition written on failure (type, status, reason,
   message, observedGeneration, whether lastTransitionTime is set);
 * ``nomination``: ``status.nominatedNodeName`` after a failed cycle;
@@ -223,7 +224,7 @@ def compare(up: Obj, ks: Obj) -> Comparison:
         "message",
         bool(up.get("bindingPending")),
         bool(ks.get("bindingPending")),
-        "binding left waiting in VolumeBinding's PreBind",
+        "binding left waiting in PreBind (VolumeBinding's or DynamicResources')",
     )
     if up_chosen is None:
         out.check("condition", _condition(up.get("condition")), _condition(ks.get("condition")))

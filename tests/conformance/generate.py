@@ -30,7 +30,10 @@ field a built-in plugin reads is drawn somewhere:
   and the pod's own nomination;
 * workloads for default spreading: Services, ReplicaSets, StatefulSets,
   ReplicationControllers (the pod is owned by one or selected by one);
-* PodDisruptionBudgets, for preemption;
+* PodDisruptionBudgets, for preemption; inter-pod affinity in preemption's dry run
+  (:func:`affinity_in_preemption`: victims with anti-affinity against the preemptor or
+  matching its terms, namespace selectors that match an empty label set, a pod of
+  higher priority nominated to a victim's node with anti-affinity against the preemptor);
 * node declared features (registered and unknown names) and pods whose container
   restart rules need RestartAllContainersOnContainerExits (NodeDeclaredFeatures);
 * the configuration: ``percentageOfNodesToScore: 100`` always; one or two profiles
@@ -40,6 +43,11 @@ field a built-in plugin reads is drawn somewhere:
   default constraints and defaulting type; InterPodAffinity's hard weight and
   ``ignorePreferredTermsOfExistingPods``; NodeAffinity's ``addedAffinity``;
   DefaultPreemption's candidate numbers).
+
+Parts added to the generator after a release of it draw from a fork of the case's random
+source (:meth:`Gen.fork`, seeded by the case's key and the part's name), so what the
+other parts draw, and so the cases of earlier runs, stay as they were; the new part only
+adds to them.
 
 Plugins are a table (:data:`PLUGINS`): one entry per plugin with the generator of its
 args and of the features it tests, and for plugins that read more than nodes and pods
@@ -174,8 +182,10 @@ class Gen:
     """The state of one case being generated: its random source, what exists so far
     and the features it exercises."""
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, key: str = "") -> None:
         self.rng = rng
+        #: What seeded ``rng`` (``"<seed>:<index>"``), from which forks seed theirs.
+        self.key = key
         self.features: set[str] = set()
         self.uids = 0
         #: A preemption case: a high-priority pod, a fuller cluster of lower ones.
@@ -184,6 +194,19 @@ class Gen:
         self.existing: list[Obj] = []
         #: Feature gates the case turns on or off (both sides run with them).
         self.gates: dict[str, bool] = {}
+
+    def fork(self, name: str) -> Gen:
+        """A generator for a later part of the case with a random source of its own
+        (seeded by the case's key and ``name``), sharing everything else: a part added to
+        the generator later draws from its fork, so the parts drawn before it, and so
+        the cases of earlier runs, stay as they were."""
+        g = Gen(random.Random(f"{self.key}/{name}"), f"{self.key}/{name}")
+        g.features = self.features
+        g.preemption = self.preemption
+        g.existing = self.existing
+        g.gates = self.gates
+        g.uids = 500  # uids of its own
+        return g
 
     # ---- random helpers ----------------------------------------------------------
 
@@ -737,6 +760,102 @@ def incoming_pod(g: Gen, nodes: list[Obj], profiles: list[str]) -> Obj:
     return p
 
 
+# ---- inter-pod affinity in preemption ------------------------------------------------------
+
+#: Namespace selectors that match a namespace without labels: upstream's InterPodAffinity
+#: evaluates the incoming pod's terms with nil namespace labels once it has merged the
+#: selected namespaces into the term (``mergeAffinityTermNamespacesIfNotEmpty``), so such a
+#: selector matches pods of every namespace.
+EMPTY_MATCHING_NAMESPACE_SELECTORS = [
+    {"matchExpressions": [{"key": "env", "operator": "DoesNotExist"}]},
+    {"matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["prod"]}]},
+    {"matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["a", "b"]}]},
+]
+
+
+def _required(pod: Obj, kind: str) -> list[Obj]:
+    aff = pod["spec"].setdefault("affinity", {}).setdefault(kind, {})
+    return aff.setdefault("requiredDuringSchedulingIgnoredDuringExecution", [])  # type: ignore[no-any-return]
+
+
+def _term_on(g: Gen, labels: dict[str, str], namespace: str | None) -> Obj:
+    """A required term selecting pods with (one of) ``labels``, in ``namespace`` (None:
+    the owner's), by name or by a namespace selector."""
+    key = g.pick(sorted(labels)) if labels else "app"
+    value = labels.get(key) or g.pick(APPS)
+    t: Obj = {
+        "topologyKey": g.pick([HOSTNAME, HOSTNAME, ZONE]),
+        "labelSelector": {"matchLabels": {key: value}},
+    }
+    if namespace is not None:
+        how = g.pick(["namespaces", "selector-all", "selector"])
+        if how == "namespaces":
+            t["namespaces"] = [namespace]
+        elif how == "selector-all":
+            t["namespaceSelector"] = {}
+        else:
+            t["namespaceSelector"] = {"matchLabels": dict(NAMESPACE_LABELS[namespace])}
+    return t
+
+
+def affinity_in_preemption(g: Gen, nodes: list[Obj], pod: Obj) -> list[Obj]:
+    """InterPodAffinity in DefaultPreemption's dry run, where upstream keeps its PreFilter
+    counts up to date with RemovePod and AddPod (``updateWithPod``) as victims go and
+    come back: lower-priority pods with required anti-affinity against the pod (evicting
+    them helps) or matching its required affinity (evicting them hurts) or its
+    anti-affinity, in its namespace or another one named or selected; the pod's terms
+    sometimes with a namespace selector that matches a namespace without labels; and a
+    pod of higher priority nominated to a node with such a victim, with anti-affinity
+    against the pod (counted in the dry run's Filter through AddPod). Returns the extra
+    nominated pods; sets the others' fields."""
+    if not g.chance(0.45 if g.preemption else 0.08):
+        return []
+    g.tag("scenario:affinity-preemption")
+    prio = pod["spec"].get("priority", 0)
+    ns = pod["metadata"]["namespace"]
+    labels = pod["metadata"]["labels"]
+    lower = [p for p in g.existing if p["spec"].get("priority", 0) < prio]
+    for p in g.some(lower, 0, 3):
+        other_ns = None if p["metadata"]["namespace"] == ns and g.chance(0.5) else ns
+        _required(p, "podAntiAffinity").append(_term_on(g, labels, other_ns))
+        g.tag("existing:podAntiAffinity.against-pod")
+    for kind in ("podAffinity", "podAntiAffinity"):
+        if lower and g.chance(0.4):
+            victim = g.pick(lower)
+            vns = victim["metadata"]["namespace"]
+            t = _term_on(g, victim["metadata"]["labels"], vns if vns != ns else None)
+            if g.chance(0.3):
+                t.pop("namespaces", None)
+                t["namespaceSelector"] = g.pick(EMPTY_MATCHING_NAMESPACE_SELECTORS)
+                g.tag(f"pod:{kind}.namespaceSelector-matching-no-labels")
+            _required(pod, kind).append(t)
+            g.tag(f"pod:{kind}.on-lower-priority")
+    # The incoming pod's own terms sometimes get such a selector too.
+    for kind in ("podAffinity", "podAntiAffinity"):
+        for block in ("requiredDuringSchedulingIgnoredDuringExecution",):
+            for t in ((pod["spec"].get("affinity") or {}).get(kind) or {}).get(block) or []:
+                if "namespaceSelector" in t and g.chance(0.3):
+                    t["namespaceSelector"] = g.pick(EMPTY_MATCHING_NAMESPACE_SELECTORS)
+                    g.tag(f"pod:{kind}.namespaceSelector-matching-no-labels")
+    out: list[Obj] = []
+    hosts = [
+        p["spec"]["nodeName"]
+        for p in lower
+        if (p["spec"].get("affinity") or {}).get("podAntiAffinity")
+        and p["spec"]["nodeName"] in {n["metadata"]["name"] for n in nodes}
+    ]
+    if hosts and g.chance(0.5):
+        q = base_pod(g, "nominated-ipa", g.pick(NAMESPACES))
+        q["spec"]["priority"] = prio + g.pick([0, 1000])
+        q_ns = q["metadata"]["namespace"]
+        t = _term_on(g, labels, ns if q_ns != ns or g.chance(0.3) else None)
+        _required(q, "podAntiAffinity").append(t)
+        q["status"] = {"nominatedNodeName": g.pick(hosts)}
+        g.tag("cluster:nominated-pods", "nominated:podAntiAffinity.against-pod")
+        out.append(q)
+    return out
+
+
 # ---- workloads and budgets --------------------------------------------------------------
 
 
@@ -1064,7 +1183,7 @@ def generate(
 ) -> Case:
     """Case ``index`` of the run seeded ``seed``. ``missing`` overrides the plugins left
     out (default: the ones this build lacks), ``plugins`` the plugin table."""
-    g = Gen(random.Random(f"{seed}:{index}"))
+    g = Gen(random.Random(f"{seed}:{index}"), f"{seed}:{index}")
     g.preemption = g.chance(0.2)
     if g.preemption:
         g.tag("scenario:preemption")
@@ -1098,6 +1217,7 @@ def generate(
         nominated_pod(g, i, nodes) for i in range(g.rng.randint(0, 2) if g.chance(0.3) else 0)
     ]
     pod = incoming_pod(g, nodes, profiles)
+    nominated += affinity_in_preemption(g.fork("affinity-preemption"), nodes, pod)
     for p in existing:
         if p["spec"].get("priority", 0) < pod["spec"].get("priority", 0):
             g.tag("cluster:lower-priority-pods")

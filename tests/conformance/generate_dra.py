@@ -16,6 +16,13 @@ results) and reserved for bound pods, whose devices are then in use. The pod to
 schedule names claims directly or through a template (the claim the resourceclaim
 controller would have created, recorded in ``status.resourceClaimStatuses``).
 
+Two later parts draw from forks of the case's random source (:meth:`Gen.fork`), so the
+objects above stay as earlier runs drew them: :func:`extended_resources` (DeviceClasses
+with ``extendedResourceName``, the pod asking for such names, nodes advertising them or
+not, bound pods holding allocated claims for them, a claim an earlier cycle made for
+the pod) and :func:`binding_conditions` (devices with binding conditions or
+``bindsToNode``, allocated claims carrying them, with timestamps and device statuses).
+
 Cases avoid what gates the pod before the queue (a claim that does not exist), which
 upstream's harness cannot pop: the pod's claims always exist.
 """
@@ -357,7 +364,10 @@ def dra_objects(g: Gen, nodes: list[Obj], pod: Obj) -> list[Obj]:
     if statuses:
         pod.setdefault("status", {})["resourceClaimStatuses"] = statuses
     g.tag("pod:resourceClaims")
-    return [*objects, *claims]
+    # Later parts draw from forks: the objects above stay as earlier runs drew them.
+    extra = extended_resources(g.fork("dra-extended"), nodes, pod, slices, claims)
+    binding_conditions(g.fork("dra-binding-conditions"), slices, claims)
+    return [*objects, *extra, *claims]
 
 
 def dra_args(g: Gen) -> Obj:
@@ -366,3 +376,281 @@ def dra_args(g: Gen) -> Obj:
         "filterTimeout": g.pick(["0s", "10s", "30s"]),
         "bindingTimeout": g.pick(["1m0s", "10m0s"]),
     }
+
+
+# ---- extended resources backed by DRA ---------------------------------------------------
+
+#: The extended resource of the main generator (nodes' allocatable, pods' requests).
+GPU_RESOURCE = "example.com/gpu"
+NIC_RESOURCE = "example.com/nic"
+CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
+EXTENDED_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+#: Creation times of the classes mapping one name: the newer one wins.
+OLDER, NEWER = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"
+
+
+def extended_class(name: str, resource: str, exprs: list[str], created: str) -> Obj:
+    spec: Obj = {"extendedResourceName": resource}
+    if exprs:
+        spec["selectors"] = [{"cel": {"expression": e}} for e in exprs]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name, "creationTimestamp": created},
+        "spec": spec,
+    }
+
+
+def _set_allocatable(node: Obj, resource: str, value: str) -> None:
+    node["status"]["allocatable"][resource] = value
+    node["status"]["capacity"][resource] = value
+
+
+def _request(c: Obj, resource: str, n: int) -> None:
+    res = c.setdefault("resources", {})
+    for part in ("requests", "limits"):
+        if part == "requests" and "requests" not in res and "limits" in res:
+            # Limits alone: the API server copies them to the requests.
+            res["requests"] = dict(res["limits"])
+        res.setdefault(part, {})[resource] = str(n)
+
+
+def extended_resources(
+    g: Gen, nodes: list[Obj], pod: Obj, slices: list[Obj], claims: list[Obj]
+) -> list[Obj]:
+    """DRAExtendedResource (beta, on in v1.36): DeviceClasses that map an extended
+    resource name (``spec.extendedResourceName``; every class also maps its implicit
+    ``deviceclass.resource.kubernetes.io/<class>``), the pod asking for such names in
+    its containers (init containers and sidecars too), nodes that advertise the name in
+    their allocatable (a device plugin: NodeResourcesFit counts it) or advertise none or
+    0 of it (DRA allocates it), sometimes instead of the pod's own claims; bound pods
+    whose claim for such resources is allocated (their devices are in use), and a claim
+    an earlier cycle made for the pod (stale when it has requests: PostFilter deletes it).
+    Returns the classes and claims; sets the pods' and nodes' fields."""
+    if not g.chance(0.45):
+        return []
+    g.tag("scenario:dra-extended")
+    out: list[Obj] = []
+    if g.chance(0.85):
+        out.append(extended_class("gpu-ext", GPU_RESOURCE, CLASSES["gpu"], OLDER))
+        g.tag("dra:extended.class")
+        if g.chance(0.3):
+            # Two classes claim the name: the newer wins (the lower name on a tie).
+            out.append(
+                extended_class(
+                    g.pick(["gpu-ext2", "a-gpu-ext"]),
+                    GPU_RESOURCE,
+                    CLASSES["gpu-big"],
+                    g.pick([OLDER, NEWER]),
+                )
+            )
+            g.tag("dra:extended.name-conflict")
+    if g.chance(0.35):
+        out.append(extended_class("nic-ext", NIC_RESOURCE, CLASSES["nic"], OLDER))
+    # Nodes: a device plugin advertises the resource, or 0 of it, or nothing at all.
+    for n in nodes:
+        alloc = n["status"]["allocatable"]
+        if GPU_RESOURCE not in alloc and g.chance(0.15):
+            _set_allocatable(n, GPU_RESOURCE, "0")
+            g.tag("node:extended-resource-zero")
+        if g.chance(0.15):
+            _set_allocatable(n, NIC_RESOURCE, g.pick(["1", "4"]))
+        if g.chance(0.05):
+            _set_allocatable(n, CLASS_PREFIX + "gpu", "2")
+            g.tag("node:deviceclass-resource")
+    # The pod's requests.
+    names = [GPU_RESOURCE, GPU_RESOURCE, CLASS_PREFIX + "gpu", CLASS_PREFIX + "gpu-big"]
+    names += [NIC_RESOURCE, CLASS_PREFIX + "nic", CLASS_PREFIX + "gpu-ext"]
+    spec = pod["spec"]
+    containers = spec["containers"]
+    for name in g.some(names, 1, 2):
+        c = g.pick(containers)
+        _request(c, name, g.pick([1, 1, 2]))
+        g.tag(f"pod:extended.{'implicit' if name.startswith(CLASS_PREFIX) else 'explicit'}")
+        inits = spec.get("initContainers") or []
+        if inits and g.chance(0.5):
+            _request(g.pick(inits), name, g.pick([1, 2, 3]))
+            g.tag("pod:extended.init-container")
+    lean = g.chance(0.4)
+    if lean or g.chance(0.2):
+        # The extended resources alone: no claim of the pod's own (its claims stay,
+        # unused by it).
+        spec.pop("resourceClaims", None)
+        (pod.get("status") or {}).pop("resourceClaimStatuses", None)
+        g.tag("pod:extended.no-user-claims")
+    if lean:
+        # A pod that may well fit, so that DRA allocates its extended resources and
+        # PreBind creates their claim: no volumes and no node constraints of its own.
+        for key in ("volumes", "nodeSelector"):
+            spec.pop(key, None)
+        (spec.get("affinity") or {}).pop("nodeAffinity", None)
+        for c in [*containers, *(spec.get("initContainers") or [])]:
+            c.pop("volumeMounts", None)
+            c.pop("volumeDevices", None)
+        g.tag("scenario:dra-extended-lean")
+    if g.chance(0.15):
+        # The claim an earlier cycle created for the pod's extended resources: with
+        # requests it is stale (Filter: "cannot schedule extended resource claim").
+        c = resource_claim(
+            g,
+            f"{pod['metadata']['name']}-extended-resources-q8r2t",
+            pod["metadata"]["namespace"],
+            {},
+        )
+        c["metadata"]["annotations"] = {EXTENDED_ANNOTATION: "true"}
+        c["metadata"]["ownerReferences"] = [_owner(pod)]
+        if g.chance(0.7):
+            c["spec"] = {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "container-0-request-0",
+                            "exactly": {"deviceClassName": "gpu-ext", "count": 1},
+                        }
+                    ]
+                }
+            }
+            g.tag("dra:extended.stale-claim")
+        else:
+            g.tag("dra:extended.earlier-claim")
+        claims.append(c)
+    # Bound pods on nodes without the resource, their claim for it allocated.
+    gpu_nodes = {
+        s["spec"]["nodeName"]
+        for s in slices
+        if s["spec"].get("nodeName") and s["spec"]["driver"] == GPU_DRIVER
+    }
+    for p in g.existing:
+        node = p["spec"].get("nodeName")
+        if node not in gpu_nodes or not any(o["metadata"]["name"] == "gpu-ext" for o in out):
+            continue
+        n = next(x for x in nodes if x["metadata"]["name"] == node)
+        if n["status"]["allocatable"].get(GPU_RESOURCE, "0") != "0" or not g.chance(0.4):
+            continue
+        c0 = p["spec"]["containers"][0]
+        _request(c0, GPU_RESOURCE, 1)
+        request = _request_name(c0, GPU_RESOURCE)
+        ext = {"name": request, "exactly": {"deviceClassName": "gpu-ext", "count": 1}}
+        held = resource_claim(
+            g,
+            f"{p['metadata']['name']}-extended-resources-m4n9w",
+            p["metadata"]["namespace"],
+            {"devices": {"requests": [ext]}},
+        )
+        if not allocate(g, held, [s for s in slices if s["spec"].get("nodeName") == node], p):
+            continue
+        held["spec"] = {"devices": {"requests": [ext]}}
+        held["metadata"]["annotations"] = {EXTENDED_ANNOTATION: "true"}
+        held["metadata"]["ownerReferences"] = [_owner(p)]
+        p.setdefault("status", {})["extendedResourceClaimStatus"] = {
+            "requestMappings": [
+                {"containerName": c0["name"], "resourceName": GPU_RESOURCE, "requestName": request}
+            ],
+            "resourceClaimName": held["metadata"]["name"],
+        }
+        claims.append(held)
+        g.tag("existing:extended-resource-claim")
+    return out
+
+
+def _owner(pod: Obj) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": pod["metadata"]["name"],
+        "uid": pod["metadata"]["uid"],
+        "controller": True,
+    }
+
+
+def _request_name(c: Obj, resource: str) -> str:
+    """``container-<i>-request-<j>`` of the claim of a pod's first container (no init
+    containers): ``j`` is the resource's index among the container's sorted requests."""
+    keys = sorted((c.get("resources") or {}).get("requests") or {})
+    return f"container-0-request-{keys.index(resource)}"
+
+
+# ---- binding conditions ------------------------------------------------------------------
+
+BINDING_CONDITION = "attached"
+BINDING_FAILURE = "attach-failed"
+#: An allocation that waited longer than any bindingTimeout, and one that has not.
+LONG_AGO, LATER = "2026-01-01T00:00:00Z", "2099-01-01T00:00:00Z"
+
+
+def binding_conditions(g: Gen, slices: list[Obj], claims: list[Obj]) -> None:
+    """DRADeviceBindingConditions (beta, on in v1.36): some devices need binding
+    conditions before a pod may bind (``bindingConditions``/``bindingFailureConditions``;
+    the allocator tries pools with them last) and some of the network-attached pool's bind
+    to the node (``bindsToNode``: the allocation's node selector names the node). Claims
+    allocated such devices carry the conditions in their results, an
+    ``allocationTimestamp`` (long ago: timed out; or later) and sometimes the devices'
+    status with the conditions true (ready) or the failure condition true (failed)."""
+    if not slices or not g.chance(0.3):
+        return
+    g.tag("scenario:dra-binding-conditions")
+    for s in slices:
+        pooled = not s["spec"].get("nodeName")
+        if not g.chance(0.5):
+            continue
+        for d in s["spec"]["devices"]:
+            if g.chance(0.7):
+                d["bindingConditions"] = [BINDING_CONDITION]
+                d["bindingFailureConditions"] = [BINDING_FAILURE]
+                g.tag("dra:device.bindingConditions")
+            if pooled and g.chance(0.5):
+                d["bindsToNode"] = True
+                g.tag("dra:device.bindsToNode")
+    devices = {
+        (s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"]): d
+        for s in slices
+        for d in s["spec"]["devices"]
+    }
+    for c in claims:
+        alloc = (c.get("status") or {}).get("allocation")
+        if not alloc:
+            continue
+        statuses = []
+        for r in alloc["devices"]["results"]:
+            d = devices.get((r["driver"], r["pool"], r["device"]))
+            if d is None or not d.get("bindingConditions"):
+                continue
+            r["bindingConditions"] = list(d["bindingConditions"])
+            r["bindingFailureConditions"] = list(d["bindingFailureConditions"])
+            outcome = g.pick(["none", "ready", "ready", "failed", "waiting"])
+            g.tag(f"dra:claim.binding-{outcome}")
+            if outcome == "none":
+                continue
+            conditions = [
+                {
+                    "type": BINDING_CONDITION,
+                    "status": "True" if outcome == "ready" else "False",
+                    "reason": "Attached" if outcome == "ready" else "Attaching",
+                    "message": "",
+                    "lastTransitionTime": LONG_AGO,
+                }
+            ]
+            if outcome == "failed":
+                conditions.append(
+                    {
+                        "type": BINDING_FAILURE,
+                        "status": "True",
+                        "reason": "AttachFailed",
+                        "message": "fabric unreachable",
+                        "lastTransitionTime": LONG_AGO,
+                    }
+                )
+            statuses.append(
+                {
+                    "driver": r["driver"],
+                    "pool": r["pool"],
+                    "device": r["device"],
+                    "conditions": conditions,
+                }
+            )
+        if any(r.get("bindingConditions") for r in alloc["devices"]["results"]):
+            alloc["allocationTimestamp"] = g.pick([LONG_AGO, LATER])
+            when = "long-ago" if alloc["allocationTimestamp"] == LONG_AGO else "recently"
+            g.tag(f"dra:claim.allocated-{when}")
+        if statuses:
+            c["status"]["devices"] = statuses

@@ -1,9 +1,9 @@
 """Run a case through ksched's production path: what ``ksched run`` does for one attempt.
 
 The stored objects (as upstream's harness stored them: defaulted, validated, selectors
-merged) are created in an embedded cluster (:class:`ksched.sim.InMemoryCluster`) in the
-case's order, so ksched's informers list them as the API server serves them. The
-configuration is loaded as ``ksched run --config`` loads it
+merged) are created in an embedded cluster (:class:`ksched.sim.InMemoryCluster`) sorted
+by namespace and name, so ksched's informers list them as the API server (and upstream's
+harness) serves them. The configuration is loaded as ``ksched run --config`` loads it
 (:func:`ksched.config.load_config_bytes` with the installed plugin registry), the
 scheduler is built by :func:`ksched.run.new_scheduler` and started (informers synced);
 the case's pod is taken out of the queue (:meth:`SchedulingQueue.pop_specific`, as
@@ -12,8 +12,9 @@ very call of the scheduler's loop. The binding, the FailedScheduling event, the
 PodScheduled condition, a nomination and preemption's deletions then reach the embedded
 cluster, and are read back from there. The chosen node is the one the cycle handed to
 the binding cycle (upstream's harness reports the node Reserve got); a binding cycle
-whose VolumeBinding PreBind waits for the PV controller (neither side runs one) is
-cancelled and reported ``bindingPending``.
+whose VolumeBinding PreBind waits for the PV controller, or whose DynamicResources
+PreBind waits for the devices' binding conditions (neither side runs a PV controller or
+a DRA driver), is cancelled and reported ``bindingPending``.
 
 The per-node view (every node's Filter status and each Score plugin's normalized score)
 comes from :meth:`ksched._core.Snapshot.explain` on the scheduler's own snapshot just
@@ -48,7 +49,8 @@ class RecordingCluster(InMemoryCluster):
     def __init__(self) -> None:
         super().__init__()
         self.deleted: list[str] = []
-        #: Set by VolumeBinding's PreBind writes (see :data:`PV_CONTROLLER_KINDS`).
+        #: Set by VolumeBinding's PreBind writes (see :data:`PV_CONTROLLER_KINDS`) and by
+        #: DynamicResources' BindingConditionsPending event.
         self.binding_pending = asyncio.Event()
 
     async def delete_pod(self, *, namespace: str, name: str, uid: str) -> None:
@@ -61,11 +63,23 @@ class RecordingCluster(InMemoryCluster):
             self.binding_pending.set()
         return out
 
+    async def create_event(self, *, event: Obj) -> None:
+        await super().create_event(event=event)
+        if event.get("reason") == "BindingConditionsPending":
+            # DynamicResources' PreBind waits for a driver to set the devices' binding
+            # conditions: no driver runs here or in upstream's harness.
+            self.binding_pending.set()
+
 
 #: The kinds only VolumeBinding's PreBind writes, and then waits for the PV controller
 #: to bind: neither the embedded cluster nor upstream's harness runs one, so the binding
 #: cycle is left pending there and cancelled (upstream's harness does the same).
 PV_CONTROLLER_KINDS = frozenset({"persistentvolumes", "persistentvolumeclaims"})
+
+
+def _list_order(obj: Obj) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
 def _status(entry: Obj | None) -> Obj | None:
@@ -213,7 +227,12 @@ async def run_case(
         gates=gates,
     )
     cluster = RecordingCluster()
-    for obj in objects:
+    # Lists come sorted by namespace and name from etcd, and from upstream's harness
+    # (the fake clientset's tracker sorts them so); the embedded cluster lists in
+    # creation order, so the objects are created in that order. It is what handlers see
+    # first: of two DeviceClasses created alike that claim one extended resource name,
+    # the first listed takes the name and its implicit one, the other neither.
+    for obj in sorted(objects, key=_list_order):
         cluster.create(RESOURCES[obj["kind"]], obj)  # type: ignore[arg-type]
     sched = new_scheduler(cfg, cluster, seed=seed, identity="conformance", gates=gates)
     report: Obj = {"error": ""}
@@ -267,7 +286,8 @@ async def run_case(
             await asyncio.wait({pending, drained}, return_when=asyncio.FIRST_COMPLETED)
             if pending.done():
                 # PreBind asked the PV controller (a bindTimeoutSeconds of 0 may have
-                # failed the binding already: upstream's harness stops at the same write).
+                # failed the binding already: upstream's harness stops at the same write)
+                # or waits for binding conditions.
                 report["bindingPending"] = True
                 sched.binder.cancel()
             for t in (pending, drained):
@@ -301,9 +321,15 @@ async def run_case(
                 "note": e.get("note"),
             }
             for e in cluster.events
-            # After a successful scheduling cycle only the binding's Scheduled event is
-            # compared (upstream's harness records no other event of the binding cycle).
-            if not reserved or e.get("reason") == "Scheduled"
+            # After a successful scheduling cycle only the binding cycle's outcome is
+            # compared: its Scheduled event, or its FailedScheduling event when a PreBind
+            # or the Bind failed (upstream's harness records no other event of it), and
+            # none when it was left pending (upstream's harness stops it there).
+            if not reserved
+            or (
+                not report["bindingPending"]
+                and e.get("reason") in ("Scheduled", "FailedScheduling")
+            )
         ]
         report["deleted"] = sorted(cluster.deleted)
     finally:

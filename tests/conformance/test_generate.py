@@ -117,8 +117,38 @@ def test_every_plugin_gets_non_default_args_somewhere() -> None:
         "dra:constraint.matchAttribute",
         "dra:claim.from-template",
         "dra:claim.allocated-in-use",
+        "dra:extended.class",
+        "dra:extended.name-conflict",
+        "dra:extended.stale-claim",
+        "pod:extended.implicit",
+        "pod:extended.init-container",
+        "pod:extended.no-user-claims",
+        "existing:extended-resource-claim",
+        "dra:device.bindingConditions",
+        "dra:device.bindsToNode",
+        "dra:claim.binding-failed",
+        "dra:claim.allocated-long-ago",
+        "scenario:affinity-preemption",
+        "existing:podAntiAffinity.against-pod",
+        "nominated:podAntiAffinity.against-pod",
+        "pod:podAntiAffinity.namespaceSelector-matching-no-labels",
     ):
         assert features[feature] > 0, feature
+
+
+def test_a_fork_draws_on_its_own_and_leaves_the_parent_stream_alone() -> None:
+    """Parts added to the generator later draw from forks: the parent's stream, and so
+    what the earlier parts drew, is the same whatever a fork draws."""
+    import random
+
+    a = Gen(random.Random("1:2"), "1:2")
+    b = Gen(random.Random("1:2"), "1:2")
+    fork = a.fork("extra")
+    for _ in range(10):
+        fork.rng.random()
+    assert [a.rng.random() for _ in range(5)] == [b.rng.random() for _ in range(5)]
+    assert fork.key == "1:2/extra" and fork.features is a.features
+    assert a.fork("extra").rng.random() == Gen(random.Random("1:2/extra")).rng.random()
 
 
 def test_a_plugin_entry_adds_its_objects_and_pod_fields_once_implemented() -> None:

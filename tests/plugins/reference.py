@@ -545,14 +545,16 @@ class AffinityTerm:
 
     def resolve_namespaces(self, namespaces: Mapping[str, Mapping[str, str]]) -> None:
         """mergeAffinityTermNamespacesIfNotEmpty, for the incoming pod's terms: the
-        namespace objects the selector picks join ``namespaces`` and the selector
-        becomes Nothing; an empty selector (all namespaces) is kept as is."""
+        namespace objects the selector picks join ``namespaces``; an empty selector (all
+        namespaces) is kept as is. Upstream then sets the selector to Nothing, but on its
+        copy of the term (the function takes the term by value), so the term keeps its
+        selector: matched afterwards with nil namespace labels, a selector that matches
+        an empty label set (DoesNotExist, NotIn) matches pods of every namespace."""
         if self.namespace_selector.empty:
             return
         for name, labels in namespaces.items():
             if self.namespace_selector.matches(labels):
                 self.namespaces.add(name)
-        self.namespace_selector = NOTHING
 
 
 def _pod_affinity(p: Obj, kind: str, when: str) -> list[Obj]:

@@ -775,15 +775,22 @@ NO_TEAM = selector(expr("team", "DoesNotExist"))
 WEB = {"app": "web"}
 
 
-def test_incoming_namespace_selector_sees_namespace_objects_only(run: Explain) -> None:
-    # Derived: the incoming pod's namespaceSelector is resolved against Namespace
-    # objects (mergeAffinityTermNamespacesIfNotEmpty), so a pod in a namespace that has
-    # no object ("ghost") is never selected, even by a DoesNotExist selector.
+def test_incoming_namespace_selector_matching_no_labels_matches_every_namespace(
+    run: Explain,
+) -> None:
+    # Derived (and checked against kube-scheduler v1.36.5 with the conformance harness):
+    # mergeAffinityTermNamespacesIfNotEmpty adds the Namespace objects the incoming
+    # pod's namespaceSelector selects to the term's namespaces and sets the selector to
+    # Nothing on its copy of the term only; the term, matched from then on with nil
+    # namespace labels, keeps its selector, and a selector that matches an empty label
+    # set (DoesNotExist, NotIn) selects pods of every namespace: of a namespace without
+    # an object ("ghost"), and of one the selector excludes ("t1", team=team1).
     c = cluster(
         ZONES3,
         [
             pod("in-ghost", namespace="ghost", node="node-1", labels=WEB),
             pod("in-plain", namespace="plain", node="node-2", labels=WEB),
+            pod("in-t1", namespace="t1", node="node-3", labels=WEB),
         ],
         {"plain": {}, "t1": {"team": "team1"}},
     )
@@ -792,7 +799,25 @@ def test_incoming_namespace_selector_sees_namespace_objects_only(run: Explain) -
         namespace="plain",
         affinity=affinity(anti_required=[term(match(WEB), "zone", namespace_selector=NO_TEAM)]),
     )
-    assert statuses(run(c, p, [PLUGIN])) == {"node-1": None, "node-2": ANTI, "node-3": None}
+    assert statuses(run(c, p, [PLUGIN])) == {"node-1": ANTI, "node-2": ANTI, "node-3": ANTI}
+    # PreScore merges preferred terms alike: the pods of every namespace count.
+    p = pod(
+        "p",
+        namespace="plain",
+        affinity=affinity(
+            preferred=[weighted(4, term(match(WEB), "zone", namespace_selector=NO_TEAM))]
+        ),
+    )
+    raw = {n: e["scores"][PLUGIN]["raw"] for n, e in run(c, p, [], [(PLUGIN, 1)]).items()}
+    assert raw == {"node-1": 4, "node-2": 4, "node-3": 4}
+    # A selector that needs a label resolves against the Namespace objects only.
+    team1 = selector(expr("team", "In", "team1"))
+    p = pod(
+        "p",
+        namespace="plain",
+        affinity=affinity(anti_required=[term(match(WEB), "zone", namespace_selector=team1)]),
+    )
+    assert statuses(run(c, p, [PLUGIN])) == {"node-1": None, "node-2": None, "node-3": ANTI}
 
 
 def test_existing_namespace_selector_matches_labels_of_incoming_namespace(run: Explain) -> None:

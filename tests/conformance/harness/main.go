@@ -18,6 +18,9 @@
 // The gate only decides whether that happens in the cycle or in a goroutine after it;
 // the choice of node and victims and the messages are the same. A case may set other
 // gates (featureGates, e.g. the alpha StorageCapacityScoring) for itself alone.
+//
+// A panic in a goroutine of the scheduler (which would crash kube-scheduler) does not
+// end the program: the case is reported with upstreamPanic set, and not compared.
 package main
 
 import (
@@ -28,6 +31,7 @@ import (
 	"io"
 	"os"
 
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/features"
@@ -45,6 +49,10 @@ func main() {
 		_ = klogFlags.Set("logtostderr", "false")
 		_ = klogFlags.Set("stderrthreshold", "FATAL")
 	}
+	// A panic in one of the scheduler's goroutines would end the process (kube-scheduler
+	// crashes): it is recorded for the case that caused it instead (see panics.go).
+	utilruntime.ReallyCrash = false
+	utilruntime.PanicHandlers = append(utilruntime.PanicHandlers, casePanics.record)
 	if err := setFeatureGates(nil); err != nil {
 		fmt.Fprintln(os.Stderr, "ksched-conformance:", err)
 		os.Exit(2)

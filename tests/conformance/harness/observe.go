@@ -75,8 +75,11 @@ type observation struct {
 	scheduleErr    error
 	failure        *FailureReport
 	events         []EventReport
-	// scheduled is the binding cycle's Scheduled event.
+	// scheduled is the binding cycle's Scheduled event, or its FailedScheduling event
+	// when it failed (a PreBind or Bind error).
 	scheduled *EventReport
+	// bindingWait is called on the binding cycle's BindingConditionsPending event.
+	bindingWait func()
 }
 
 // PreFilterReport is RunPreFilterPlugins' outcome.
@@ -295,12 +298,19 @@ func (r *recorder) Eventf(regarding runtime.Object, related runtime.Object, even
 		ref = p.Namespace + "/" + p.Name
 	}
 	e := EventReport{Type: eventtype, Reason: reason, Action: action, Regarding: ref, Note: fmt.Sprintf(note, args...)}
-	if reason == "Scheduled" {
-		// The binding cycle's event comes after the observed scheduling cycle.
+	r.obs.mu.Lock()
+	bindingCycle := r.obs.closed
+	r.obs.mu.Unlock()
+	if reason == "Scheduled" || bindingCycle && reason == "FailedScheduling" {
+		// The binding cycle's outcome comes after the observed scheduling cycle.
 		r.obs.mu.Lock()
 		r.obs.scheduled = &e
 		r.obs.mu.Unlock()
 		return
+	}
+	if reason == "BindingConditionsPending" && r.obs.bindingWait != nil {
+		// DynamicResources' PreBind waits for the devices' binding conditions.
+		r.obs.bindingWait()
 	}
 	r.obs.record(func() { r.obs.events = append(r.obs.events, e) })
 }

@@ -16,7 +16,8 @@ package main
 // PreScore, Score, NormalizeScore and weights, selectHost, or on failure PostFilter
 // (DefaultPreemption), the FailedScheduling event and the PodScheduled condition.
 // Bindings succeed (the fake's pods/binding is answered OK); a binding cycle whose
-// VolumeBinding PreBind waits for the PV controller is reported pending and cancelled.
+// VolumeBinding PreBind waits for the PV controller, or whose DynamicResources PreBind
+// waits for the devices' binding conditions, is reported pending and cancelled.
 
 import (
 	"context"
@@ -63,6 +64,9 @@ type Result struct {
 	ID string `json:"id"`
 	// Error: the case could not run (invalid object or configuration, timeout).
 	Error string `json:"error,omitempty"`
+	// UpstreamPanic: a goroutine of the scheduler panicked during the case (the
+	// message); kube-scheduler would have crashed, so the rest of the report is moot.
+	UpstreamPanic string `json:"upstreamPanic,omitempty"`
 	// Objects are the stored objects (with Echo), in input order.
 	Objects []json.RawMessage `json:"objects,omitempty"`
 	Profile string            `json:"profile"`
@@ -83,7 +87,8 @@ type Result struct {
 	FitError   string            `json:"fitError"`
 	PostFilter *PostFilterReport `json:"postFilter"`
 	Failure    *FailureReport    `json:"failure"`
-	// Events are the cycle's events, then the binding cycle's Scheduled event.
+	// Events are the cycle's events, then the binding cycle's Scheduled event (or its
+	// FailedScheduling event when a PreBind or the Bind failed).
 	Events []EventReport `json:"events"`
 	// Condition is the pod's PodScheduled condition (times that are set read
 	// 2026-01-01T00:00:00Z) and NominatedNodeName its status.nominatedNodeName after
@@ -92,10 +97,14 @@ type Result struct {
 	NominatedNodeName string           `json:"nominatedNodeName"`
 	// Deleted are the pods the cycle's preemption deleted (namespace/name, sorted).
 	Deleted []string `json:"deleted"`
-	// BindingPending: the binding cycle was left waiting in VolumeBinding's PreBind
-	// for the PV controller (which the harness does not run).
+	// BindingPending: the binding cycle was left waiting in a PreBind for what no
+	// component of the harness does: VolumeBinding's for the PV controller, or
+	// DynamicResources' for a driver to set the devices' binding conditions.
 	BindingPending bool `json:"bindingPending"`
 }
+
+// generatedSuffix completes a generateName (the API server's is five random characters).
+const generatedSuffix = "x7k2p"
 
 // caseTimeout bounds one case (a case waiting longer is reported as an error).
 const caseTimeout = 30 * time.Second
@@ -124,9 +133,13 @@ func loadConfig(data []byte) (*schedulerapi.KubeSchedulerConfiguration, error) {
 
 func runCase(c Case) (res Result) {
 	res.ID = c.ID
+	casePanics.reset()
 	defer func() {
 		if r := recover(); r != nil {
 			res = Result{ID: c.ID, Error: fmt.Sprintf("panic: %v", r)}
+		}
+		if p := casePanics.first(); p != "" {
+			res = Result{ID: c.ID, UpstreamPanic: p, Objects: res.Objects}
 		}
 	}()
 	if err := setFeatureGates(c.FeatureGates); err != nil {
@@ -166,11 +179,17 @@ func runCase(c Case) (res Result) {
 }
 
 func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration, stored []storedObject, podKey string, res *Result) error {
-	objs := make([]runtime.Object, 0, len(stored))
+	client := fake.NewClientset()
+	// Every write goes through a tracker that versions what it stores (versions.go);
+	// this reactor is prepended first, so the ones below run before it.
+	versioned := &versionedTracker{ObjectTracker: client.Tracker()}
+	client.PrependReactor("*", "*", clienttesting.ObjectReaction(versioned))
 	for _, o := range stored {
-		objs = append(objs, o.obj)
+		// A copy: the stored object is echoed as it was stored, without a version.
+		if err := versioned.Add(o.obj.DeepCopyObject()); err != nil {
+			return fmt.Errorf("adding %s to the fake clientset: %w", o.gvr.Resource, err)
+		}
 	}
-	client := fake.NewClientset(objs...)
 	// pods/binding: the fake tracker has no binding subresource; the API server's
 	// answer is "created" (the scheduler's cache keeps the assumed pod either way).
 	client.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
@@ -185,12 +204,26 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 	// pending (reported as bindingPending, no Scheduled event) and cancelled.
 	bindingPending := make(chan struct{})
 	var pendingOnce sync.Once
+	markPending := func() { pendingOnce.Do(func() { close(bindingPending) }) }
 	for _, resource := range []string{"persistentvolumes", "persistentvolumeclaims"} {
 		client.PrependReactor("update", resource, func(action clienttesting.Action) (bool, runtime.Object, error) {
-			pendingOnce.Do(func() { close(bindingPending) })
+			markPending()
 			return false, nil, nil
 		})
 	}
+	// generateName: the fake tracker stores what it is given, an empty name included;
+	// the API server generates one (DynamicResources' PreBind creates the claim of a
+	// pod's extended resources so). Here the suffix is fixed: cases are deterministic.
+	client.PrependReactor("create", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		create, ok := action.(clienttesting.CreateAction)
+		if !ok {
+			return false, nil, nil
+		}
+		if m, err := metaOf(create.GetObject()); err == nil && m.GetName() == "" && m.GetGenerateName() != "" {
+			m.SetName(m.GetGenerateName() + generatedSuffix)
+		}
+		return false, nil, nil
+	})
 	var deletedMu sync.Mutex
 	var deleted []string
 	client.PrependReactor("delete", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
@@ -201,7 +234,10 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 		return false, nil, nil
 	})
 
-	obs := &observation{}
+	// DynamicResources' PreBind waits for the allocated devices' binding conditions
+	// (DRADeviceBindingConditions), which no driver of the harness sets: its
+	// BindingConditionsPending event leaves the binding cycle pending too.
+	obs := &observation{bindingWait: markPending}
 	informerFactory := scheduler.NewInformerFactory(client, 0)
 	sched, err := scheduler.New(ctx, client, informerFactory, nil,
 		func(string) events.EventRecorderLogger { return &recorder{obs: obs} },
@@ -272,10 +308,19 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 
 	report(obs, res)
 	if res.Chosen != nil {
-		// The binding cycle runs in a goroutine: its Scheduled event ends it, or
-		// VolumeBinding's PreBind waiting for the PV controller.
+		// The binding cycle runs in a goroutine: its Scheduled or FailedScheduling event
+		// ends it, or a PreBind waiting for the PV controller or for binding conditions.
 	wait:
 		for {
+			// A PreBind that asked what no component here does ends the binding cycle
+			// first, even when it has failed since (a bindTimeoutSeconds of 0).
+			select {
+			case <-bindingPending:
+				res.BindingPending = true
+				cancelCycle()
+				break wait
+			default:
+			}
 			obs.mu.Lock()
 			e := obs.scheduled
 			obs.mu.Unlock()
@@ -285,7 +330,7 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 			}
 			select {
 			case <-ctx.Done():
-				return errors.New("the binding cycle did not report the pod Scheduled")
+				return errors.New("the binding cycle did not end (no Scheduled or FailedScheduling event)")
 			case <-bindingPending:
 				res.BindingPending = true
 				cancelCycle()

@@ -489,3 +489,99 @@ async def test_a_filter_error_in_preemptions_dry_run_fails_preemption_with_it() 
             " filter plugin: claim default/c: selector #0: CEL runtime error: no such key: nope"
         )
         assert node_of(c, "p") is None
+
+
+def _bc_claim(status_conditions: list[Obj] | None, stamp: str) -> Obj:
+    """An allocated claim whose device needs the "attached" binding condition."""
+    result = {
+        "request": "gpu",
+        "driver": DRIVER,
+        "pool": "n0",
+        "device": "gpu-0",
+        "bindingConditions": ["attached"],
+        "bindingFailureConditions": ["attach-failed"],
+    }
+    c = claim("c")
+    c["metadata"]["uid"] = "uid-c"
+    c["status"] = {"allocation": {"devices": {"results": [result]}, "allocationTimestamp": stamp}}
+    if status_conditions is not None:
+        c["status"]["devices"] = [
+            {"driver": DRIVER, "pool": "n0", "device": "gpu-0", "conditions": status_conditions}
+        ]
+    return c
+
+
+def _cond(type_: str, status: str, reason: str = "R", message: str = "") -> Obj:
+    return {"type": type_, "status": status, "reason": reason, "message": message}
+
+
+LATER = "2099-01-01T00:00:00Z"
+LONG_AGO = "2026-01-01T00:00:00Z"
+
+
+class _Handle:
+    """What PreBind's wait uses of the framework handle: events and metrics."""
+
+    def __init__(self) -> None:
+        from ksched.metrics import SchedulerMetrics
+
+        self.metrics = SchedulerMetrics()
+        self.events: list[str] = []
+
+    def framework(self, name: str) -> None:
+        return None
+
+    def record_event(self, pod: Any, type_: str, reason: str, *rest: Any) -> None:
+        self.events.append(reason)
+
+
+@pytest.mark.parametrize(
+    ("conditions", "stamp", "in_tracker", "want"),
+    [
+        pytest.param([_cond("attached", "True")], LATER, True, ("success", None), id="ready"),
+        pytest.param(
+            [_cond("attached", "False"), _cond("attach-failed", "True", "Broken", "no fabric")],
+            LATER,
+            True,
+            ("failure", 'device binding failed: claim=c, reason=Broken, message="no fabric"'),
+            id="failure-condition-true",
+        ),
+        pytest.param(
+            [_cond("attached", "False")],
+            LONG_AGO,
+            True,
+            # isPodReadyForBinding: ErrDeviceBindingTimeout wrapped with the claim's name.
+            ("timeout", "device binding timeout: claim=c"),
+            id="allocated-longer-than-bindingTimeout-ago",
+        ),
+        pytest.param(
+            None,
+            LATER,
+            False,
+            # The assume cache's NotFoundError, returned as it is.
+            ("error", 'could not find ResourceClaim "default/c"'),
+            id="claim-gone-from-the-assume-cache",
+        ),
+    ],
+)
+async def test_pre_bind_waits_for_binding_conditions(
+    conditions: list[Obj] | None, stamp: str, in_tracker: bool, want: tuple[str, str | None]
+) -> None:
+    """Upstream PreBind's wait (isPodReadyForBinding): the pod binds once the device's
+    binding conditions are true; a failure condition, the binding timeout or a missing
+    claim ends the wait with upstream's error text and metrics label."""
+    from ksched.plugins.dynamic_resources import _State
+
+    pl = DynamicResources.from_args({"bindingTimeout": "10m0s"})
+    handle = _Handle()
+    pl._handle = handle  # type: ignore[assignment]
+    c = _bc_claim(conditions, stamp)
+    if in_tracker:
+        pl.tracker.on_add(c)
+    status = await pl._wait_for_binding_conditions(_State(claims=[c]), parsed_pod("p"), "n0")
+    label, message = want
+    assert (status.message if status is not None else None) == message
+    assert status is None or status.code is Code.ERROR
+    assert handle.events == ["BindingConditionsPending"]
+    allocations = handle.metrics.dra_binding_conditions_allocations
+    assert allocations.get(("default-scheduler", DRIVER, label)) == 1

@@ -885,6 +885,12 @@ class DynamicResources:
             except _BindingFailed as exc:
                 label, error = "failure", f"device binding failed: {exc}"
                 break
+            except _BindingTimedOut as exc:
+                label, error = "timeout", f"device binding timeout: {exc}"
+                break
+            except _BindingError as exc:
+                label, error = "error", str(exc)
+                break
             if time.monotonic() - start >= self.binding_timeout:
                 label, error = "timeout", "device binding timeout: context deadline exceeded"
                 break
@@ -910,11 +916,13 @@ class DynamicResources:
             m = meta(claim)
             latest = self.tracker.get(str(m.get("namespace") or ""), str(m.get("name") or ""))
             if latest is None:
-                raise _BindingFailed(f'could not find ResourceClaim "{kobj(claim)}"')
+                # The assume cache's NotFoundError (upstream: the "error" outcome).
+                raise _BindingError(f'could not find ResourceClaim "{kobj(claim)}"')
             s.claims[index] = latest
             if not _claim_ready_for_binding(latest):
                 if self._claim_timed_out(latest):
-                    raise _BindingFailed(f"claim={m.get('name')}")
+                    # isPodReadyForBinding: ErrDeviceBindingTimeout, "claim=<name>".
+                    raise _BindingTimedOut(f"claim={m.get('name')}")
                 return False
         return True
 
@@ -984,7 +992,15 @@ def _now_rfc3339() -> str:
 
 
 class _BindingFailed(Exception):
-    pass
+    """A binding failure condition is true (upstream ``ErrDeviceBindingFailed``)."""
+
+
+class _BindingTimedOut(Exception):
+    """The allocation waited longer than ``bindingTimeout`` (``ErrDeviceBindingTimeout``)."""
+
+
+class _BindingError(Exception):
+    """Reading the claim failed (upstream's "error" outcome of the wait)."""
 
 
 def _device_status(claim: Obj, result: Obj) -> Obj | None:
