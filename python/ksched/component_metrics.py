@@ -747,9 +747,13 @@ def _escape_value(v: str) -> str:
 def render(fams: Iterable[Metric]) -> bytes:
     """The Prometheus text format (0.0.4) as client_golang writes it: families sorted by
     name, label pairs sorted, Go's number format (for ``le`` too), counters named as
-    registered."""
+    registered. A family without samples is left out, as client_golang's ``Gather``
+    leaves out a vector without children (a metric without labels always has its one
+    sample, see :mod:`ksched.metrics`)."""
     out: list[str] = []
     for fam in sorted(fams, key=_header_name):
+        if not fam.samples:
+            continue
         name = _header_name(fam)
         kind = {"unknown": "untyped", "info": "gauge", "stateset": "gauge"}.get(fam.type, fam.type)
         out.append(f"# HELP {name} {_escape_help(fam.documentation)}\n# TYPE {name} {kind}\n")

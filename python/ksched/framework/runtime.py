@@ -20,6 +20,12 @@ Rules carried over from upstream ``framework.go``:
   wrapped as upstream words it (``running Reserve plugin "X": ...``).
 * ``scheduler_framework_extension_point_duration_seconds`` is recorded for every
   extension point run; per-plugin durations only in sampled cycles.
+* ``scheduler_plugin_evaluation_total`` (upstream ``instrumented_plugins.go``): every
+  plugin enabled at PreFilter, Filter, PreScore or Score has its series from the
+  framework's creation on; a PreFilter or PreScore call that does not return Skip counts
+  one, a Filter or Score call one per node. The Rust core's counts come with its result
+  (:meth:`Framework.record_evaluations`, once per attempt); the Python plugins' are
+  counted as they are called.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from ksched import _core
 from ksched._core import CompiledPod
 from ksched.api.pod import Pod
 from ksched.backend.queue.cluster_event import ClusterEventWithHint
@@ -94,6 +101,44 @@ _REJECTING_POINTS = (
     "reserve",
     "permit",
 )
+
+
+#: ``scheduler_plugin_evaluation_total``'s extension points, as upstream labels them,
+#: by the profile's point names.
+EVALUATED_POINTS = (
+    ("preFilter", "PreFilter"),
+    ("filter", "Filter"),
+    ("preScore", "PreScore"),
+    ("score", "Score"),
+)
+
+
+def evaluated_plugins(profile: Profile, points: PluginSet) -> list[tuple[str, str]]:
+    """``(plugin, extension point)`` of every plugin upstream's framework instruments:
+    the profile's plugins enabled at PreFilter, Filter, PreScore and Score
+    (``Profile.evaluated``), or, for a profile built in code, its kernels' and Python
+    plugins'."""
+    if profile.evaluated is not None:
+        return list(profile.evaluated)
+    k = profile.kernels
+    out: list[tuple[str, str]] = []
+    filters = list(k.filters)
+    if profile.dynamic_resources_at is not None or any(
+        p.name == "DynamicResources" for p in points.filter
+    ):
+        at = profile.dynamic_resources_at
+        filters.insert(len(filters) if at is None else at, "DynamicResources")
+    pre = [f for f in filters if f in _core.PRE_FILTER_PLUGINS]
+    pre += [p.name for p in points.pre_filter if p.name not in pre]
+    out += [(p, "PreFilter") for p in pre]
+    out += [(f, "Filter") for f in filters]
+    out += [(p.name, "Filter") for p in points.filter if p.name not in filters]
+    scores = [name for name, _ in k.scores]
+    out += [(s, "PreScore") for s in scores if s in _core.PRE_SCORE_PLUGINS]
+    out += [(p.name, "PreScore") for p in points.pre_score if p.name not in scores]
+    out += [(s, "Score") for s in scores]
+    out += [(p.name, "Score") for p in points.score if p.name not in scores]
+    return list(dict.fromkeys(out))
 
 
 def applies_to_pod(plugin: Any, pod: Pod) -> bool:
@@ -296,6 +341,15 @@ class Framework:
             for p in self.points.score
         }
         self._success_series: dict[str, HistogramSeries] = {}
+        #: ``scheduler_plugin_evaluation_total``'s values, as this framework took them
+        #: (a reset of the metrics leaves it counting into this dict, as upstream's
+        #: framework keeps its children after a Reset of the vector).
+        self._evals = self.metrics.plugin_evaluation.values
+        for plugin, point in evaluated_plugins(profile, self.points):
+            self._evals.setdefault((plugin, point, self.name), 0.0)
+        #: Score plugins of ``_ignoring`` this view left out: upstream calls them on
+        #: every scored node all the same (DynamicResources' Score has no PreScore).
+        self._ignored_scores: tuple[str, ...] = ()
         #: Python PreFilter/Filter/PreScore/Score plugins run around the Rust call.
         self.python_placement = self.has_python_placement
         #: The Python PreFilter plugins in order (a for_pod view keeps the full list).
@@ -329,6 +383,9 @@ class Framework:
                 }
             )
             view.python_placement = view.has_python_placement
+            view._ignored_scores = tuple(
+                p.name for p in self.points.score if id(p) in gone
+            )
             view._always_reserve = view._has_unconditional_reserve()
             self._without_ignoring = view
 
@@ -429,6 +486,30 @@ class Framework:
 
     # ---- metrics -------------------------------------------------------------------
 
+    def record_evaluations(self, result: Any, *, pre_filter_only: bool = False) -> None:
+        """Add a core result's plugin evaluations (``ScheduleResult`` or
+        ``PreemptionDryRun``) to ``scheduler_plugin_evaluation_total``.
+        ``pre_filter_only``: the attempt stopped after PreFilter upstream (a Python
+        PreFilter rejected the pod), so the core's Filter and Score did not happen."""
+        values = self._evals
+        name = self.name
+        for plugin, point, n in result.plugin_evaluations:
+            if pre_filter_only and point != "PreFilter":
+                continue
+            key = (plugin, point, name)
+            values[key] = values.get(key, 0.0) + n
+        if self._ignored_scores and not pre_filter_only:
+            scored = getattr(result, "scored_nodes", 0)
+            if scored:
+                for plugin in self._ignored_scores:
+                    key = (plugin, "Score", name)
+                    values[key] = values.get(key, 0.0) + scored
+
+    def _evaluated(self, plugin: str, point: str, n: int = 1) -> None:
+        key = (plugin, point, self.name)
+        values = self._evals
+        values[key] = values.get(key, 0.0) + n
+
     def observe(self, point: str, code: Code, seconds: float) -> None:
         if code is Code.SUCCESS:
             self._success(point).observe(seconds)
@@ -507,6 +588,7 @@ class Framework:
             if s is not None and s.code is Code.SKIP:
                 skip.add(p.name)
                 continue
+            self._evaluated(p.name, "PreFilter")
             if s is not None and not s.is_success():
                 s.plugin = p.name
                 if s.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -543,6 +625,7 @@ class Framework:
         for p in self.points.filter:
             if p.name in state.skip_filter_plugins:
                 continue
+            self._evaluated(p.name, "Filter")
             t = self._clock()
             try:
                 s: Status | None = p.filter(state, pod, node)
@@ -626,6 +709,7 @@ class Framework:
             if s is not None and s.code is Code.SKIP:
                 skip.add(p.name)
                 continue
+            self._evaluated(p.name, "PreScore")
             if s is not None and not s.is_success():
                 result = _wrap("PreScore", p.name, s)
                 break
@@ -645,6 +729,7 @@ class Framework:
         for p in self.points.score:
             if p.name in state.skip_score_plugins:
                 continue
+            self._evaluated(p.name, "Score", len(nodes))
             t = self._clock()
             try:
                 scores = [NodeScore(n.name, int(p.score(state, pod, n))) for n in nodes]

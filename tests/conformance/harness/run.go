@@ -95,6 +95,10 @@ type Result struct {
 	// BindingPending: the binding cycle was left waiting in VolumeBinding's PreBind
 	// for the PV controller (which the harness does not run).
 	BindingPending bool `json:"bindingPending"`
+	// PluginEvaluations is what the cycle added to scheduler_plugin_evaluation_total
+	// for the pod's profile: "ExtensionPoint/Plugin" → count (counts that did not move
+	// are left out).
+	PluginEvaluations map[string]float64 `json:"pluginEvaluations"`
 }
 
 // caseTimeout bounds one case (a case waiting longer is reported as an error).
@@ -264,8 +268,17 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 	}
 	cycleCtx, cancelCycle := context.WithCancel(ctx)
 	defer cancelCycle()
+	evalsBefore, err := pluginEvaluations(res.Profile)
+	if err != nil {
+		return fmt.Errorf("reading the metrics: %w", err)
+	}
 	sched.ScheduleOne(cycleCtx)
 	obs.close()
+	evalsAfter, err := pluginEvaluations(res.Profile)
+	if err != nil {
+		return fmt.Errorf("reading the metrics: %w", err)
+	}
+	res.PluginEvaluations = evaluationDeltas(evalsBefore, evalsAfter)
 	if !popped {
 		return errors.New("ScheduleOne did not take the pod")
 	}
