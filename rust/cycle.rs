@@ -242,7 +242,15 @@ where
 impl Snapshot {
     pub fn prefilter(&mut self, pod: &CompiledPod, profile: &Profile) -> PodState {
         self.count_cache.begin_attempt();
-        let uses = |p: Plugin| profile.filters.contains(&p) || profile.has_score(p);
+        // A PreFilter enabled without its Filter still runs (and may skip).
+        let uses = |p: Plugin| {
+            profile.filters.contains(&p)
+                || profile.has_score(p)
+                || profile.pre_filters.contains(&p)
+                || profile.pre_scores.contains(&p)
+        };
+        let pre_or_filter =
+            |p: Plugin| profile.filters.contains(&p) || profile.pre_filters.contains(&p);
         let namespace = self.interner.intern(&pod.namespace);
         let labels = intern_labels(&pod.labels, &mut self.interner);
         let mut st = PodState {
@@ -281,10 +289,10 @@ impl Snapshot {
                 }
             }
         }
-        if profile.filters.contains(&Plugin::NodePorts) {
+        if pre_or_filter(Plugin::NodePorts) {
             st.ports = node_ports::compile(&pod.host_ports, &mut self.interner);
         }
-        if profile.filters.contains(&Plugin::NodeDeclaredFeatures) {
+        if pre_or_filter(Plugin::NodeDeclaredFeatures) {
             st.features = ndf::prefilter(&mut self.feature_table, &pod.required_features);
         }
         if profile.filters.contains(&Plugin::NodeResourcesFit) {
@@ -293,7 +301,9 @@ impl Snapshot {
         if profile.has_score(Plugin::NodeResourcesFit) {
             st.fit_score = fit::prescore(self, pod, &profile.fit.resources, false);
         }
-        if profile.has_score(Plugin::NodeResourcesBalancedAllocation) {
+        // A PreScore enabled without its Score is called all the same (and may skip).
+        let prescored = |p: Plugin| profile.has_score(p) || profile.pre_scores.contains(&p);
+        if prescored(Plugin::NodeResourcesBalancedAllocation) {
             let s = fit::prescore(self, pod, &profile.balanced.resources, true);
             if s.resources.iter().any(|&(_, req, _)| req != 0) {
                 st.balanced_score = Some(s);
@@ -312,7 +322,7 @@ impl Snapshot {
                 &profile.spread,
                 Unsatisfiable::DoNotSchedule,
             );
-            if profile.filters.contains(&Plugin::PodTopologySpread) {
+            if pre_or_filter(Plugin::PodTopologySpread) {
                 self.ensure_order();
                 let entries = pts::count_entries(self, &filter_constraints, namespace);
                 st.spread = pts::prefilter(
@@ -325,7 +335,7 @@ impl Snapshot {
                     &self.order,
                 );
             }
-            if profile.has_score(Plugin::PodTopologySpread) {
+            if prescored(Plugin::PodTopologySpread) {
                 st.spread_score = pts::constraints_for(
                     self,
                     &pod.spread_constraints,
@@ -380,7 +390,7 @@ impl Snapshot {
                 b.dra = st.dra.clone();
             }
         }
-        self.plan_evals(profile, &mut st);
+        self.plan_evals(pod, profile, &mut st);
         st.only_fit_sees_pods = !st.active_filters.iter().any(|p| {
             matches!(
                 p,
@@ -453,7 +463,7 @@ impl Snapshot {
 
     /// Upstream's PreFilter of plugin `p` returns Skip for the pod of `st` (its Filter is
     /// then not called either). Plugins without a PreFilter never skip.
-    fn pre_filter_skips(&self, p: Plugin, st: &PodState) -> bool {
+    fn pre_filter_skips(&self, p: Plugin, pod: &CompiledPod, st: &PodState) -> bool {
         let rejector = st.prefilter_reject.as_ref().map(|(q, _)| *q);
         if rejector == Some(p) {
             return false;
@@ -475,10 +485,20 @@ impl Snapshot {
                     && st.ipa.terms.anti_required.is_empty()
                     && st.ipa.existing_anti_affinity_counts.is_empty()
             }
-            Plugin::VolumeRestrictions => st.restrictions.is_none(),
-            Plugin::NodeVolumeLimits => st.limits.is_none(),
-            Plugin::VolumeBinding => st.binding.is_none(),
-            Plugin::VolumeZone => st.zone.is_none(),
+            // The volume plugins' Python halves attach a request exactly when their
+            // PreFilter has volumes to look at.
+            Plugin::VolumeRestrictions => {
+                pod.kernel.restrictions.is_none()
+                    || (pod
+                        .kernel
+                        .restrictions
+                        .as_ref()
+                        .is_some_and(|r| r.reject.is_none())
+                        && st.restrictions.is_none())
+            }
+            Plugin::NodeVolumeLimits => pod.kernel.limits.is_none(),
+            Plugin::VolumeBinding => pod.kernel.binding.is_none(),
+            Plugin::VolumeZone => pod.kernel.zone.is_none(),
             Plugin::NodeDeclaredFeatures => st.features.is_none(),
             Plugin::DynamicResources => st.dra.is_none(),
             Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => true,
@@ -488,14 +508,14 @@ impl Snapshot {
     /// `st.called_filters` and `st.pre_filter_evals` (see [`Evals`]). The built-in
     /// PreFilters run in the profile's Filter order (DynamicResources' PreFilter is a
     /// Python one, counted there).
-    fn plan_evals(&self, profile: &Profile, st: &mut PodState) {
+    fn plan_evals(&self, pod: &CompiledPod, profile: &Profile, st: &mut PodState) {
         let dra_index = profile.dynamic_resources_at;
         let mut called = Vec::with_capacity(profile.filters.len() + 1);
         for (i, &p) in profile.filters.iter().enumerate() {
             if dra_index == Some(i) && st.dra.is_some() {
                 called.push(Plugin::DynamicResources);
             }
-            if !self.pre_filter_skips(p, st) {
+            if !self.pre_filter_skips(p, pod, st) {
                 called.push(p);
             }
         }
@@ -503,9 +523,9 @@ impl Snapshot {
             called.push(Plugin::DynamicResources);
         }
         let rejector = st.prefilter_reject.as_ref().map(|(q, _)| *q);
-        let mut pre = Vec::with_capacity(called.len());
-        for &p in &called {
-            if p.has_pre_filter() {
+        let mut pre = Vec::with_capacity(profile.pre_filters.len());
+        for &p in &profile.pre_filters {
+            if !self.pre_filter_skips(p, pod, st) {
                 pre.push(p);
             }
             if Some(p) == rejector {
@@ -529,7 +549,13 @@ impl Snapshot {
     /// with nominated pods that count against the pod passed the first of its two
     /// passes when it passed, or when the second pass rejected it.
     #[inline]
-    pub fn tally(&self, st: &PodState, slot: u32, verdict: Option<&Reject>, tally: &mut FilterTally) {
+    pub fn tally(
+        &self,
+        st: &PodState,
+        slot: u32,
+        verdict: Option<&Reject>,
+        tally: &mut FilterTally,
+    ) {
         match verdict {
             None => tally.passed += 1,
             Some(r) => tally.rejected[r.plugin as usize] += 1,
@@ -540,7 +566,13 @@ impl Snapshot {
     }
 
     #[inline(never)]
-    fn tally_nominated(&self, st: &PodState, slot: u32, verdict: Option<&Reject>, tally: &mut FilterTally) {
+    fn tally_nominated(
+        &self,
+        st: &PodState,
+        slot: u32,
+        verdict: Option<&Reject>,
+        tally: &mut FilterTally,
+    ) {
         if self
             .nominated_against(slot, st.priority, &st.uid)
             .next()
@@ -552,7 +584,9 @@ impl Snapshot {
             None => true,
             // Both passes were one: the rejection was the first pass's.
             Some(_) if st.only_fit_sees_pods => false,
-            Some(_) => self.filter_with_nominated(st, slot, &NOTHING_FREED).is_none(),
+            Some(_) => self
+                .filter_with_nominated(st, slot, &NOTHING_FREED)
+                .is_none(),
         };
         if first_passed {
             tally.passed += 1;
@@ -968,7 +1002,8 @@ impl Snapshot {
             }
         }
         for &(plugin, weight) in &profile.scores {
-            let Some((_, normalized)) = self.plugin_scores_or_skip(profile, st, plugin, feasible, all)
+            let Some((_, normalized)) =
+                self.plugin_scores_or_skip(profile, st, plugin, feasible, all)
             else {
                 continue; // upstream's PreScore returned Skip: its Score is not called
             };

@@ -164,8 +164,8 @@ impl Snapshot {
                 let slots: Vec<u32> = slots.collect();
                 let eval = |scratch: &mut Scratch, slot: u32| {
                     let mut tally = FilterTally::default();
-                    let found = self
-                        .node_by_arithmetic(profile, &st, slot, pdbs, now, scratch, &mut tally);
+                    let found =
+                        self.node_by_arithmetic(profile, &st, slot, pdbs, now, scratch, &mut tally);
                     (slot, found, scratch.memo.take(), tally)
                 };
                 if wave >= PARALLEL_MIN_WAVE {
@@ -182,8 +182,8 @@ impl Snapshot {
                 slots
                     .map(|slot| {
                         let mut tally = FilterTally::default();
-                        let found = self
-                            .node_by_detaching(pod, profile, &st, slot, pdbs, now, &mut tally);
+                        let found =
+                            self.node_by_detaching(pod, profile, &st, slot, pdbs, now, &mut tally);
                         (slot, found, None, tally)
                     })
                     .collect()

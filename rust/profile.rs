@@ -37,6 +37,9 @@ pub struct Profile {
     /// The plugins enabled at PreScore that have Rust kernels (a plugin's PreScore may
     /// be enabled while its Score is not): their PreScore evaluations are counted.
     pub pre_scores: Vec<Plugin>,
+    /// The plugins enabled at PreFilter that the core runs, in PreFilter order (a
+    /// plugin's PreFilter may be enabled while its Filter is not).
+    pub pre_filters: Vec<Plugin>,
 }
 
 impl Default for Profile {
@@ -57,6 +60,7 @@ impl Default for Profile {
             percentage_of_nodes_to_score: 0,
             dynamic_resources_at: None,
             pre_scores: vec![Plugin::NodeResourcesFit],
+            pre_filters: vec![Plugin::NodeResourcesFit],
         }
     }
 }
@@ -70,7 +74,7 @@ impl Profile {
 #[pymethods]
 impl Profile {
     #[new]
-    #[pyo3(signature = (filters, scores, plugin_args = None, percentage_of_nodes_to_score = 0, dynamic_resources_at = None, pre_scores = None))]
+    #[pyo3(signature = (filters, scores, plugin_args = None, percentage_of_nodes_to_score = 0, dynamic_resources_at = None, pre_scores = None, pre_filters = None))]
     fn py_new(
         filters: Vec<String>,
         scores: Vec<(String, i64)>,
@@ -78,6 +82,7 @@ impl Profile {
         percentage_of_nodes_to_score: i64,
         dynamic_resources_at: Option<usize>,
         pre_scores: Option<Vec<String>>,
+        pre_filters: Option<Vec<String>>,
     ) -> PyResult<Self> {
         if !(0..=100).contains(&percentage_of_nodes_to_score) {
             return Err(PyValueError::new_err(format!(
@@ -98,6 +103,7 @@ impl Profile {
             percentage_of_nodes_to_score: percentage_of_nodes_to_score as u32,
             dynamic_resources_at,
             pre_scores: Vec::new(),
+            pre_filters: Vec::new(),
             ..Profile::default()
         };
         for name in filters {
@@ -119,6 +125,28 @@ impl Profile {
                         "score plugin {name:?} has no Rust kernel (known: {})",
                         known(Plugin::has_score)
                     )))
+                }
+            }
+        }
+        match pre_filters {
+            None => {
+                p.pre_filters = p
+                    .filters
+                    .iter()
+                    .copied()
+                    .filter(|pl| pl.has_pre_filter())
+                    .collect()
+            }
+            Some(names) => {
+                for name in names {
+                    match Plugin::parse(&name) {
+                        Some(pl) if pl.has_pre_filter() => p.pre_filters.push(pl),
+                        _ => {
+                            return Err(PyValueError::new_err(format!(
+                                "pre-filter plugin {name:?} has no Rust kernel"
+                            )))
+                        }
+                    }
                 }
             }
         }
@@ -189,6 +217,11 @@ impl Profile {
     #[getter]
     fn dynamic_resources_at(&self) -> Option<usize> {
         self.dynamic_resources_at
+    }
+
+    #[getter]
+    fn pre_filters(&self) -> Vec<&'static str> {
+        self.pre_filters.iter().map(|p| p.name()).collect()
     }
 
     #[getter]

@@ -187,8 +187,9 @@ class Profile:
     JSON shape, keyed by plugin name) and the effective percentageOfNodesToScore.
     ``dynamic_resources_at`` is how many of ``filters`` come before DynamicResources'
     Filter in the profile's order (None: all of them). ``pre_scores`` are the plugins
-    enabled at PreScore (None: those of ``scores`` that have one), whose evaluations the
-    results count."""
+    enabled at PreScore (None: those of ``scores`` that have one) and ``pre_filters``
+    those enabled at PreFilter that the core runs (None: those of ``filters``), whose
+    evaluations the results count."""
 
     def __new__(
         cls,
@@ -198,6 +199,7 @@ class Profile:
         percentage_of_nodes_to_score: int = 0,
         dynamic_resources_at: int | None = None,
         pre_scores: list[str] | None = None,
+        pre_filters: list[str] | None = None,
     ) -> Profile: ...
     @property
     def filters(self) -> list[str]: ...
@@ -207,6 +209,8 @@ class Profile:
     def percentage_of_nodes_to_score(self) -> int: ...
     @property
     def dynamic_resources_at(self) -> int | None: ...
+    @property
+    def pre_filters(self) -> list[str]: ...
     @property
     def pre_scores(self) -> list[str]: ...
 

@@ -22,8 +22,10 @@ gathers the equivalents and renders them with upstream's HELP prefixes (``[STABL
   ``python_gc_collections_total`` (the collector, per generation);
 * ``workqueue_*`` are registered with upstream's names and labels but have no series:
   ksched has no client-go work queue (neither does kube-scheduler's own scheduling path;
-  its series come from the certificate-reload controllers, which ksched does not run);
-* ``version_info`` is registered without series, as kube-scheduler v1.36 serves it.
+  its series come from the certificate-reload controllers, which ksched does not run),
+  so, like every family without a series, they are not exported;
+* ``version_info`` is registered without series, as kube-scheduler v1.36 has it (and
+  not exported, as there).
 
 The metrics flags apply to the whole exposition, as component-base applies them to its
 registry: ``--disabled-metrics`` drops families (counted in ``disabled_metrics_total``),

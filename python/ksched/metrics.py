@@ -60,7 +60,10 @@ Metric names and labels (upstream ``pkg/scheduler/metrics``):
   ``scheduler_get_node_hint_duration_seconds{hinted,profile}`` and
   ``scheduler_store_schedule_results_duration_seconds{profile}`` are registered with
   upstream's labels and buckets but get no series: ksched keeps no cache of scored nodes
-  between cycles, so there is nothing to flush, look up or store.
+  between cycles, so there is nothing to flush, look up or store. Like every vector
+  without a series, they are not exported (client_golang's ``Gather`` leaves such a
+  family out; :func:`ksched.component_metrics.render` does the same), while a metric
+  without labels always has its one series (0 until observed).
 
 ``reset`` clears the counters and histograms (``DELETE /metrics``).
 """

@@ -143,8 +143,8 @@ class _CycleView:
                 self._rejected(failed)
         return out, failed
 
-    def run_pre_filter(self, state: Any, pod: Any) -> Any:
-        names, status = self._pre_filter(state, pod)
+    def run_pre_filter(self, state: Any, pod: Any, *, count: bool = True) -> Any:
+        names, status = self._pre_filter(state, pod, count=count)
         if not self._mine(pod):
             return names, status
         self._rows = self._explain(self.info.compiled, state)

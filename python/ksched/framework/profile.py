@@ -84,12 +84,17 @@ class Profile:
     kernels: _core.Profile = field(init=False)
 
     def __post_init__(self) -> None:
-        pre_scores = None
+        pre_scores = pre_filters = None
         if self.evaluated is not None:
             pre_scores = [
                 p
                 for p, point in self.evaluated
                 if point == "PreScore" and p in _core.PRE_SCORE_PLUGINS
+            ]
+            pre_filters = [
+                p
+                for p, point in self.evaluated
+                if point == "PreFilter" and p in _core.PRE_FILTER_PLUGINS
             ]
         self.kernels = _core.Profile(
             list(self.filters),
@@ -98,6 +103,7 @@ class Profile:
             self.percentage_of_nodes_to_score,
             self.dynamic_resources_at,
             pre_scores,
+            pre_filters,
         )
 
 

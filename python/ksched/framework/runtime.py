@@ -345,8 +345,14 @@ class Framework:
         #: (a reset of the metrics leaves it counting into this dict, as upstream's
         #: framework keeps its children after a Reset of the vector).
         self._evals = self.metrics.plugin_evaluation.values
-        for plugin, point in evaluated_plugins(profile, self.points):
+        evaluated = evaluated_plugins(profile, self.points)
+        for plugin, point in evaluated:
             self._evals.setdefault((plugin, point, self.name), 0.0)
+        #: The PreFilter plugins' places in the profile's PreFilter order.
+        self._pre_filter_rank = {
+            plugin: i
+            for i, plugin in enumerate(p for p, point in evaluated if point == "PreFilter")
+        }
         #: Score plugins of ``_ignoring`` this view left out: upstream calls them on
         #: every scored node all the same (DynamicResources' Score has no PreScore).
         self._ignored_scores: tuple[str, ...] = ()
@@ -383,9 +389,7 @@ class Framework:
                 }
             )
             view.python_placement = view.has_python_placement
-            view._ignored_scores = tuple(
-                p.name for p in self.points.score if id(p) in gone
-            )
+            view._ignored_scores = tuple(p.name for p in self.points.score if id(p) in gone)
             view._always_reserve = view._has_unconditional_reserve()
             self._without_ignoring = view
 
@@ -486,19 +490,44 @@ class Framework:
 
     # ---- metrics -------------------------------------------------------------------
 
-    def record_evaluations(self, result: Any, *, pre_filter_only: bool = False) -> None:
+    def record_evaluations(
+        self,
+        result: Any,
+        *,
+        state: CycleState | None = None,
+        pre_filter_only: bool = False,
+        scored: bool = True,
+    ) -> None:
         """Add a core result's plugin evaluations (``ScheduleResult`` or
         ``PreemptionDryRun``) to ``scheduler_plugin_evaluation_total``.
-        ``pre_filter_only``: the attempt stopped after PreFilter upstream (a Python
-        PreFilter rejected the pod), so the core's Filter and Score did not happen."""
+        ``pre_filter_only``: a Python PreFilter stopped the attempt
+        (``state.pre_filter_rejector``), so the core's Filter and Score did not happen,
+        nor its PreFilters after that one. A built-in PreFilter that rejected the pod
+        takes back the Python PreFilters after it that ``state`` counted. ``scored``
+        False: a Filter error ended the attempt before PreScore and Score."""
         values = self._evals
         name = self.name
+        rank = self._pre_filter_rank
+        stop = len(rank)
+        if pre_filter_only and state is not None and state.pre_filter_rejector in rank:
+            stop = rank[state.pre_filter_rejector]
         for plugin, point, n in result.plugin_evaluations:
-            if pre_filter_only and point != "PreFilter":
+            if pre_filter_only and (point != "PreFilter" or rank.get(plugin, 0) > stop):
+                continue
+            if not scored and point in ("PreScore", "Score"):
                 continue
             key = (plugin, point, name)
             values[key] = values.get(key, 0.0) + n
-        if self._ignored_scores and not pre_filter_only:
+        if state is not None and state.pre_filter_counted and result.pre_filter_msg is not None:
+            plugins = result.unschedulable_plugins()
+            rejector = rank.get(plugins[-1], stop) if plugins else stop
+            if not pre_filter_only or rejector < stop:
+                for plugin in state.pre_filter_counted:
+                    if rank.get(plugin, 0) > rejector:
+                        key = (plugin, "PreFilter", name)
+                        values[key] = values.get(key, 0.0) - 1
+                state.pre_filter_counted = []
+        if self._ignored_scores and scored and not pre_filter_only:
             scored = getattr(result, "scored_nodes", 0)
             if scored:
                 for plugin in self._ignored_scores:
@@ -568,10 +597,11 @@ class Framework:
         return compiled.with_requests(requests), None
 
     def run_pre_filter(
-        self, state: CycleState, pod: Pod
+        self, state: CycleState, pod: Pod, *, count: bool = True
     ) -> tuple[frozenset[str] | None, Status | None]:
         """Python PreFilter plugins: the node names they restrict the attempt to (None:
-        all) and the status (None: success)."""
+        all) and the status (None: success). ``count``: add their evaluations to
+        ``scheduler_plugin_evaluation_total``."""
         start = self._clock()
         skip: set[str] = set()
         nodes: frozenset[str] | None = None
@@ -588,7 +618,9 @@ class Framework:
             if s is not None and s.code is Code.SKIP:
                 skip.add(p.name)
                 continue
-            self._evaluated(p.name, "PreFilter")
+            if count:
+                self._evaluated(p.name, "PreFilter")
+                state.pre_filter_counted.append(p.name)
             if s is not None and not s.is_success():
                 s.plugin = p.name
                 if s.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:

@@ -27,6 +27,7 @@ from tests.helpers import wait_for
 
 Obj = dict[str, Any]
 
+
 #: What one attempt of a pod with requests on N feasible nodes (N >= 2) of the default
 #: profile counts: only NodeResourcesFit's PreFilter does not skip such a pod; PreScore
 #: of NodeAffinity (no preferred terms), PodTopologySpread (no soft constraints),
@@ -154,11 +155,21 @@ async def test_every_instrumented_plugin_has_a_series_from_the_start() -> None:
         assert profile == "default-scheduler"
         points.setdefault(point, set()).add(plugin)
     # v1.36's default plugins at the four instrumented points.
-    assert points["Filter"] >= {"NodeUnschedulable", "NodeName", "TaintToleration",
-                                "NodeAffinity", "NodePorts", "NodeResourcesFit",
-                                "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
-                                "VolumeZone", "PodTopologySpread", "InterPodAffinity",
-                                "DynamicResources"}
+    assert points["Filter"] >= {
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
+        "PodTopologySpread",
+        "InterPodAffinity",
+        "DynamicResources",
+    }
     assert "NodeUnschedulable" not in points["PreFilter"]
     assert "ImageLocality" in points["Score"] and "ImageLocality" not in points["PreScore"]
     assert "DynamicResources" in points["Score"] and "DynamicResources" not in points["PreScore"]
