@@ -528,11 +528,11 @@ class Framework:
                         values[key] = values.get(key, 0.0) - 1
                 state.pre_filter_counted = []
         if self._ignored_scores and scored and not pre_filter_only:
-            scored = getattr(result, "scored_nodes", 0)
-            if scored:
+            nodes = getattr(result, "scored_nodes", 0)
+            if nodes:
                 for plugin in self._ignored_scores:
                     key = (plugin, "Score", name)
-                    values[key] = values.get(key, 0.0) + scored
+                    values[key] = values.get(key, 0.0) + nodes
 
     def _evaluated(self, plugin: str, point: str, n: int = 1) -> None:
         key = (plugin, point, self.name)
