@@ -367,6 +367,14 @@ def build_profiles(
         filters, dra_at = kernel_filters(points["filter"], gates)
         scores = tuple((p, w) for p, w in points["score"] if p in _core.SCORE_PLUGINS)
         kept = set(filters) | {p for p, _ in scores}
+        # A PreFilter or PreScore enabled without its Filter/Score reads the args too
+        # (InterPodAffinity's ignorePreferredTermsOfExistingPods decides its PreScore).
+        kept |= {
+            p
+            for point in ("preFilter", "preScore")
+            for p, _ in points[point]
+            if p in _core.FILTER_PLUGINS or p in _core.SCORE_PLUGINS
+        }
         plugins = _python_plugins(prof, points, reg, missing)
         pct = prof.percentage_of_nodes_to_score
         if pct is None:
