@@ -59,6 +59,70 @@ const PARALLEL_CHUNK: usize = 512;
 /// Smallest wave; avoids many tiny waves when few nodes are feasible.
 const MIN_WAVE: usize = 256;
 
+/// Upstream's `scheduler_plugin_evaluation_total` for one attempt (its
+/// `instrumented_plugins.go`): one PreFilter / PreScore evaluation per plugin called that
+/// did not return Skip, and one Filter / Score evaluation per node a plugin is called on.
+///
+/// Kept cheap on the hot path: the Filter loop counts full passes and the rejecting
+/// plugin of each node (one increment per node); the per-plugin Filter calls follow at
+/// the end from the order of the plugins upstream calls ([`Snapshot::filter_evals`]): a
+/// plugin is called on every node that passed, and on every node rejected by itself or
+/// by a plugin after it.
+#[derive(Debug, Default, Clone)]
+pub struct Evals {
+    /// Nodes scored (Python Score plugins the core does not see are called on them).
+    pub scored: u32,
+    pub pre_filter: [u32; PLUGINS],
+    pub filter: [u32; PLUGINS],
+    pub pre_score: [u32; PLUGINS],
+    pub score: [u32; PLUGINS],
+}
+
+/// Number of [`Plugin`]s (the size of the counter arrays).
+pub const PLUGINS: usize = Plugin::ALL.len();
+
+impl Evals {
+    pub fn add(&mut self, other: &Evals) {
+        self.scored += other.scored;
+        for (a, b) in [
+            (&mut self.pre_filter, &other.pre_filter),
+            (&mut self.filter, &other.filter),
+            (&mut self.pre_score, &other.pre_score),
+            (&mut self.score, &other.score),
+        ] {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+    }
+
+    /// `(plugin, extension point, count)` of the non-zero counts.
+    pub fn nonzero(&self) -> Vec<(&'static str, &'static str, u32)> {
+        let mut out = Vec::new();
+        for (point, counts) in [
+            ("PreFilter", &self.pre_filter),
+            ("Filter", &self.filter),
+            ("PreScore", &self.pre_score),
+            ("Score", &self.score),
+        ] {
+            for (i, &n) in counts.iter().enumerate() {
+                if n != 0 {
+                    out.push((Plugin::ALL[i].name(), point, n));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The Filter loop's tally: nodes that passed every Filter (a node with nominated pods
+/// that passed the first pass counts once more), and nodes rejected per plugin.
+#[derive(Debug, Default, Clone)]
+pub struct FilterTally {
+    pub passed: u32,
+    pub rejected: [u32; PLUGINS],
+}
+
 /// Per-pod state computed once per attempt (upstream's PreFilter/PreScore cycle state).
 #[derive(Debug, Default)]
 pub struct PodState {
@@ -117,6 +181,12 @@ pub struct PodState {
     /// DynamicResources' Filter for this attempt, run at its place in the profile's
     /// Filter order (`dra_at`).
     pub dra: Option<Arc<DraFilter>>,
+    /// The Filter plugins upstream calls for this pod, in profile order: the profile's
+    /// (DynamicResources at its place) but those whose PreFilter returned Skip.
+    pub called_filters: Vec<Plugin>,
+    /// The built-in PreFilters upstream calls and that do not return Skip, up to the
+    /// one that rejects the pod (`scheduler_plugin_evaluation_total`).
+    pub pre_filter_evals: Vec<Plugin>,
 }
 
 /// The result of one attempt.
@@ -140,6 +210,8 @@ pub struct Outcome {
     /// A Filter returned an error on this node (the first in examination order): the
     /// attempt fails with it.
     pub error: Option<(u32, Reject)>,
+    /// The attempt's plugin evaluations (upstream's `scheduler_plugin_evaluation_total`).
+    pub evals: Evals,
 }
 
 /// One node's full evaluation, for `explain`.
@@ -170,7 +242,15 @@ where
 impl Snapshot {
     pub fn prefilter(&mut self, pod: &CompiledPod, profile: &Profile) -> PodState {
         self.count_cache.begin_attempt();
-        let uses = |p: Plugin| profile.filters.contains(&p) || profile.has_score(p);
+        // A PreFilter enabled without its Filter still runs (and may skip).
+        let uses = |p: Plugin| {
+            profile.filters.contains(&p)
+                || profile.has_score(p)
+                || profile.pre_filters.contains(&p)
+                || profile.pre_scores.contains(&p)
+        };
+        let pre_or_filter =
+            |p: Plugin| profile.filters.contains(&p) || profile.pre_filters.contains(&p);
         let namespace = self.interner.intern(&pod.namespace);
         let labels = intern_labels(&pod.labels, &mut self.interner);
         let mut st = PodState {
@@ -209,10 +289,10 @@ impl Snapshot {
                 }
             }
         }
-        if profile.filters.contains(&Plugin::NodePorts) {
+        if pre_or_filter(Plugin::NodePorts) {
             st.ports = node_ports::compile(&pod.host_ports, &mut self.interner);
         }
-        if profile.filters.contains(&Plugin::NodeDeclaredFeatures) {
+        if pre_or_filter(Plugin::NodeDeclaredFeatures) {
             st.features = ndf::prefilter(&mut self.feature_table, &pod.required_features);
         }
         if profile.filters.contains(&Plugin::NodeResourcesFit) {
@@ -221,7 +301,9 @@ impl Snapshot {
         if profile.has_score(Plugin::NodeResourcesFit) {
             st.fit_score = fit::prescore(self, pod, &profile.fit.resources, false);
         }
-        if profile.has_score(Plugin::NodeResourcesBalancedAllocation) {
+        // A PreScore enabled without its Score is called all the same (and may skip).
+        let prescored = |p: Plugin| profile.has_score(p) || profile.pre_scores.contains(&p);
+        if prescored(Plugin::NodeResourcesBalancedAllocation) {
             let s = fit::prescore(self, pod, &profile.balanced.resources, true);
             if s.resources.iter().any(|&(_, req, _)| req != 0) {
                 st.balanced_score = Some(s);
@@ -240,7 +322,7 @@ impl Snapshot {
                 &profile.spread,
                 Unsatisfiable::DoNotSchedule,
             );
-            if profile.filters.contains(&Plugin::PodTopologySpread) {
+            if pre_or_filter(Plugin::PodTopologySpread) {
                 self.ensure_order();
                 let entries = pts::count_entries(self, &filter_constraints, namespace);
                 st.spread = pts::prefilter(
@@ -253,7 +335,7 @@ impl Snapshot {
                     &self.order,
                 );
             }
-            if profile.has_score(Plugin::PodTopologySpread) {
+            if prescored(Plugin::PodTopologySpread) {
                 st.spread_score = pts::constraints_for(
                     self,
                     &pod.spread_constraints,
@@ -309,6 +391,7 @@ impl Snapshot {
                 b.dra = st.dra.clone();
             }
         }
+        self.plan_evals(pod, profile, &mut st);
         st.only_fit_sees_pods = !st.active_filters.iter().any(|p| {
             matches!(
                 p,
@@ -376,6 +459,138 @@ impl Snapshot {
             let (p, v) = &verdicts[0];
             st.prefilter_reject = Some((*p, v.message.clone()));
             st.prefilter_error = v.error;
+        }
+    }
+
+    /// Upstream's PreFilter of plugin `p` returns Skip for the pod of `st` (its Filter is
+    /// then not called either). Plugins without a PreFilter never skip.
+    fn pre_filter_skips(&self, p: Plugin, pod: &CompiledPod, st: &PodState) -> bool {
+        let rejector = st.prefilter_reject.as_ref().map(|(q, _)| *q);
+        if rejector == Some(p) {
+            return false;
+        }
+        match p {
+            Plugin::NodeUnschedulable
+            | Plugin::NodeName
+            | Plugin::TaintToleration
+            | Plugin::NodeResourcesFit => false,
+            Plugin::NodeAffinity => {
+                st.node_affinity.added_required.is_none()
+                    && st.node_affinity.required.is_empty()
+                    && st.allowed.is_none()
+            }
+            Plugin::NodePorts => st.ports.is_empty(),
+            Plugin::PodTopologySpread => st.spread.constraints.is_empty(),
+            Plugin::InterPodAffinity => {
+                st.ipa.terms.affinity_required.is_empty()
+                    && st.ipa.terms.anti_required.is_empty()
+                    && st.ipa.existing_anti_affinity_counts.is_empty()
+            }
+            // The volume plugins' Python halves attach a request exactly when their
+            // PreFilter has volumes to look at.
+            Plugin::VolumeRestrictions => {
+                pod.kernel.restrictions.is_none()
+                    || (pod
+                        .kernel
+                        .restrictions
+                        .as_ref()
+                        .is_some_and(|r| r.reject.is_none())
+                        && st.restrictions.is_none())
+            }
+            Plugin::NodeVolumeLimits => pod.kernel.limits.is_none(),
+            Plugin::VolumeBinding => pod.kernel.binding.is_none(),
+            Plugin::VolumeZone => pod.kernel.zone.is_none(),
+            Plugin::NodeDeclaredFeatures => st.features.is_none(),
+            Plugin::DynamicResources => st.dra.is_none(),
+            Plugin::NodeResourcesBalancedAllocation | Plugin::ImageLocality => true,
+        }
+    }
+
+    /// `st.called_filters` and `st.pre_filter_evals` (see [`Evals`]). The built-in
+    /// PreFilters run in the profile's Filter order (DynamicResources' PreFilter is a
+    /// Python one, counted there).
+    fn plan_evals(&self, pod: &CompiledPod, profile: &Profile, st: &mut PodState) {
+        let dra_index = profile.dynamic_resources_at;
+        let mut called = Vec::with_capacity(profile.filters.len() + 1);
+        for (i, &p) in profile.filters.iter().enumerate() {
+            if dra_index == Some(i) && st.dra.is_some() {
+                called.push(Plugin::DynamicResources);
+            }
+            if !self.pre_filter_skips(p, pod, st) {
+                called.push(p);
+            }
+        }
+        if dra_index == Some(profile.filters.len()) && st.dra.is_some() {
+            called.push(Plugin::DynamicResources);
+        }
+        let rejector = st.prefilter_reject.as_ref().map(|(q, _)| *q);
+        let mut pre = Vec::with_capacity(profile.pre_filters.len());
+        for &p in &profile.pre_filters {
+            if !self.pre_filter_skips(p, pod, st) {
+                pre.push(p);
+            }
+            if Some(p) == rejector {
+                break;
+            }
+        }
+        st.called_filters = called;
+        st.pre_filter_evals = pre;
+    }
+
+    /// The Filter evaluations of a tally (see [`Evals`]).
+    pub fn filter_evals(st: &PodState, tally: &FilterTally, evals: &mut Evals) {
+        let mut acc = tally.passed;
+        for &p in st.called_filters.iter().rev() {
+            acc += tally.rejected[p as usize];
+            evals.filter[p as usize] += acc;
+        }
+    }
+
+    /// Count one node's verdict in `tally` (`filter_node`'s answer on `slot`): a node
+    /// with nominated pods that count against the pod passed the first of its two
+    /// passes when it passed, or when the second pass rejected it.
+    #[inline]
+    pub fn tally(
+        &self,
+        st: &PodState,
+        slot: u32,
+        verdict: Option<&Reject>,
+        tally: &mut FilterTally,
+    ) {
+        match verdict {
+            None => tally.passed += 1,
+            Some(r) => tally.rejected[r.plugin as usize] += 1,
+        }
+        if self.nominated_on[slot as usize] != 0 {
+            self.tally_nominated(st, slot, verdict, tally);
+        }
+    }
+
+    #[inline(never)]
+    fn tally_nominated(
+        &self,
+        st: &PodState,
+        slot: u32,
+        verdict: Option<&Reject>,
+        tally: &mut FilterTally,
+    ) {
+        if self
+            .nominated_against(slot, st.priority, &st.uid)
+            .next()
+            .is_none()
+        {
+            return; // one pass only
+        }
+        let first_passed = match verdict {
+            None => true,
+            // Both passes were one: the rejection was the first pass's.
+            Some(_) if st.only_fit_sees_pods => false,
+            Some(_) => self
+                .filter_with_nominated(st, slot, &NOTHING_FREED)
+                .is_none(),
+        };
+        if first_passed {
+            tally.passed += 1;
         }
     }
 
@@ -770,16 +985,36 @@ impl Snapshot {
     }
 
     /// Weighted total score of every node in `feasible` (same order).
+    /// Its PreScore and Score evaluations go to `evals`.
     pub fn score_nodes(
         &self,
         profile: &Profile,
         st: &PodState,
         feasible: &[u32],
         all: &[u32],
+        evals: &mut Evals,
     ) -> Vec<i64> {
         let mut totals = vec![0i64; feasible.len()];
+        for &plugin in &profile.pre_scores {
+            // A PreScore enabled without its Score: called all the same.
+            if !profile.has_score(plugin)
+                && self
+                    .plugin_scores_or_skip(profile, st, plugin, feasible, all)
+                    .is_some()
+            {
+                evals.pre_score[plugin as usize] += 1;
+            }
+        }
         for &(plugin, weight) in &profile.scores {
-            let (_, normalized) = self.plugin_scores(profile, st, plugin, feasible, all);
+            let Some((_, normalized)) =
+                self.plugin_scores_or_skip(profile, st, plugin, feasible, all)
+            else {
+                continue; // upstream's PreScore returned Skip: its Score is not called
+            };
+            if profile.pre_scores.contains(&plugin) {
+                evals.pre_score[plugin as usize] += 1;
+            }
+            evals.score[plugin as usize] += feasible.len() as u32;
             for (t, s) in totals.iter_mut().zip(normalized) {
                 *t += s * weight;
             }
@@ -796,7 +1031,21 @@ impl Snapshot {
         feasible: &[u32],
         all: &[u32],
     ) -> (Vec<i64>, Vec<i64>) {
-        let zeros = || (vec![0; feasible.len()], vec![0; feasible.len()]);
+        self.plugin_scores_or_skip(profile, st, plugin, feasible, all)
+            .unwrap_or_else(|| (vec![0; feasible.len()], vec![0; feasible.len()]))
+    }
+
+    /// `plugin_scores`, or None when upstream's PreScore of the plugin returns Skip for
+    /// the pod (every score is then 0 and the Score is not called).
+    fn plugin_scores_or_skip(
+        &self,
+        profile: &Profile,
+        st: &PodState,
+        plugin: Plugin,
+        feasible: &[u32],
+        all: &[u32],
+    ) -> Option<(Vec<i64>, Vec<i64>)> {
+        let zeros = || Some((vec![0; feasible.len()], vec![0; feasible.len()]));
         match plugin {
             Plugin::NodeResourcesFit => {
                 let strategy = &profile.fit.strategy;
@@ -805,17 +1054,17 @@ impl Snapshot {
                         fit::strategy_score(strategy, r)
                     })
                 });
-                (raw.clone(), raw)
+                Some((raw.clone(), raw))
             }
             Plugin::NodeResourcesBalancedAllocation => match &st.balanced_score {
-                None => zeros(),
+                None => None,
                 Some(bs) => {
                     let raw = map_nodes(feasible, |slot| {
                         fit::score_with(self, bs, slot, |r| {
                             balanced_allocation::score(r, &bs.resources)
                         })
                     });
-                    (raw.clone(), raw)
+                    Some((raw.clone(), raw))
                 }
             },
             Plugin::TaintToleration => {
@@ -824,18 +1073,18 @@ impl Snapshot {
                 });
                 let mut norm = raw.clone();
                 default_normalize(100, true, &mut norm);
-                (raw, norm)
+                Some((raw, norm))
             }
             Plugin::NodeAffinity => {
                 if st.node_affinity.preferred.is_empty() {
-                    return zeros();
+                    return None;
                 }
                 let raw = map_nodes(feasible, |slot| {
                     node_affinity::score(self, &st.node_affinity, slot)
                 });
                 let mut norm = raw.clone();
                 default_normalize(100, false, &mut norm);
-                (raw, norm)
+                Some((raw, norm))
             }
             Plugin::ImageLocality => {
                 if !st
@@ -851,7 +1100,7 @@ impl Snapshot {
                 let raw = map_nodes(feasible, |slot| {
                     image_locality::score(self, &st.images, slot, total)
                 });
-                (raw.clone(), raw)
+                Some((raw.clone(), raw))
             }
             Plugin::PodTopologySpread => {
                 match pts::score_all(
@@ -864,23 +1113,26 @@ impl Snapshot {
                     all,
                     feasible,
                 ) {
-                    None => zeros(),
+                    None => None,
                     Some((raw, ignored)) => {
                         let mut norm = raw.clone();
                         pts::normalize(&mut norm, &ignored);
-                        (raw, norm)
+                        Some((raw, norm))
                     }
                 }
             }
             Plugin::InterPodAffinity => self.ipa_scores(profile, st, feasible, all),
+            // Without StorageCapacityScoring (no shape) upstream has no scorer and
+            // skips; with it, the PreScore never skips.
+            Plugin::VolumeBinding if profile.volume_binding.shape.is_empty() => None,
             Plugin::VolumeBinding => match &st.binding {
-                Some(b) if !profile.volume_binding.shape.is_empty() => {
+                Some(b) => {
                     let args = &profile.volume_binding;
                     let raw =
                         map_nodes(feasible, |slot| volume_binding::score(self, b, args, slot));
-                    (raw.clone(), raw)
+                    Some((raw.clone(), raw))
                 }
-                _ => zeros(),
+                None => zeros(),
             },
             Plugin::NodeUnschedulable
             | Plugin::NodeName
@@ -899,13 +1151,13 @@ impl Snapshot {
         st: &PodState,
         feasible: &[u32],
         all: &[u32],
-    ) -> (Vec<i64>, Vec<i64>) {
+    ) -> Option<(Vec<i64>, Vec<i64>)> {
         let terms = &st.ipa.terms;
         let args = &profile.inter_pod_affinity;
         let has_constraints =
             !terms.affinity_preferred.is_empty() || !terms.anti_preferred.is_empty();
         if args.ignore_preferred_terms_of_existing_pods && !has_constraints {
-            return (vec![0; feasible.len()], vec![0; feasible.len()]);
+            return None;
         }
         let incoming_ns_labels: &[(u32, u32)] = self.namespace_labels(st.namespace).unwrap_or(&[]);
         let mut topo: AHashMap<u32, AHashMap<u32, i64>> = AHashMap::new();
@@ -961,7 +1213,7 @@ impl Snapshot {
             }
         }
         if !touched {
-            return (vec![0; feasible.len()], vec![0; feasible.len()]);
+            return None; // no node has a topology score: PreScore's Skip
         }
         let raw: Vec<i64> = feasible
             .iter()
@@ -980,7 +1232,7 @@ impl Snapshot {
             .collect();
         let mut norm = raw.clone();
         ipa::normalize(&mut norm);
-        (raw, norm)
+        Some((raw, norm))
     }
 
     /// Filter the nodes at positions `range` of `order` (wrapping from `start`).
@@ -1051,14 +1303,28 @@ impl Snapshot {
         let mut st = self.prefilter(pod, profile);
         let num_all_nodes = within.map_or_else(|| self.num_nodes(), <[u32]>::len);
         let mut nominated_failure: Option<(u32, Reject)> = None;
+        let mut evals = Evals::default();
+        if self.num_nodes() > 0 {
+            // Without nodes upstream fails before PreFilter ("no nodes available").
+            for &p in &st.pre_filter_evals {
+                evals.pre_filter[p as usize] += 1;
+            }
+        }
         if use_nomination {
-            match self.evaluate_nominated_node(pod, profile, &mut st, within) {
+            let verdict = self.evaluate_nominated_node(pod, profile, &mut st, within);
+            if let Some((slot, r)) = &verdict {
+                let mut tally = FilterTally::default();
+                self.tally(&st, *slot, r.as_ref(), &mut tally);
+                Self::filter_evals(&st, &tally, &mut evals);
+            }
+            match verdict {
                 Some((slot, None)) => {
                     return Outcome {
                         chosen: Some(slot),
                         evaluated_nodes: 1,
                         feasible_nodes: 1,
                         num_all_nodes,
+                        evals,
                         ..Outcome::default()
                     }
                 }
@@ -1070,6 +1336,7 @@ impl Snapshot {
                         num_all_nodes,
                         error: Some((slot, r)),
                         state: Some(st),
+                        evals,
                         ..Outcome::default()
                     };
                 }
@@ -1088,6 +1355,7 @@ impl Snapshot {
             nominated_failure,
         );
         out.narrowed = st.allowed.is_some();
+        out.evals.add(&evals);
         self.order = order;
         if out.chosen.is_none() {
             out.state = Some(st);
@@ -1177,6 +1445,7 @@ impl Snapshot {
         let n = order.len();
         let mut feasible: Vec<u32> = Vec::new();
         let mut processed = 0;
+        let mut tally = FilterTally::default();
         if n > 0 {
             let want = num_feasible_nodes_to_find(n, profile.percentage_of_nodes_to_score);
             let start = self.next_start % n;
@@ -1204,6 +1473,7 @@ impl Snapshot {
                     .into_iter()
                     .enumerate()
                 {
+                    self.tally(st, slot, verdict.as_ref(), &mut tally);
                     match verdict {
                         None => {
                             feasible.push(slot);
@@ -1226,6 +1496,7 @@ impl Snapshot {
         }
         out.evaluated_nodes = processed;
         out.feasible_nodes = feasible.len();
+        Self::filter_evals(st, &tally, &mut out.evals);
         if out.error.is_some() {
             out.failures.clear();
             return out;
@@ -1259,7 +1530,8 @@ impl Snapshot {
             _ => {}
         }
         out.failures.clear();
-        let totals = self.score_nodes(profile, st, &feasible, score_all);
+        let totals = self.score_nodes(profile, st, &feasible, score_all, &mut out.evals);
+        out.evals.scored = feasible.len() as u32;
         out.chosen = Some(self.select_host(&feasible, &totals));
         if keep_scores {
             let mut scored: Vec<(u32, i64)> = feasible.iter().copied().zip(totals).collect();

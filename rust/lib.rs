@@ -36,6 +36,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<plugins::dynamic_resources::DraAllocator>()?;
     m.add("FILTER_PLUGINS", profile::filter_plugin_names())?;
     m.add("SCORE_PLUGINS", profile::score_plugin_names())?;
+    m.add("PRE_FILTER_PLUGINS", profile::pre_filter_plugin_names())?;
+    m.add("PRE_SCORE_PLUGINS", profile::pre_score_plugin_names())?;
     m.add_function(wrap_pyfunction!(num_feasible_nodes_to_find, m)?)?;
     Ok(())
 }

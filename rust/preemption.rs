@@ -34,7 +34,7 @@ use ahash::AHashSet;
 use pyo3::prelude::*;
 use rayon::prelude::*;
 
-use crate::cycle::PodState;
+use crate::cycle::{Evals, FilterTally, PodState};
 use crate::plugins::dynamic_resources::DraFilter;
 use crate::plugins::node_resources_fit::Freed;
 use crate::plugins::pod_topology_spread as pts;
@@ -77,7 +77,12 @@ struct Scratch {
 }
 
 /// One node's outcome in a wave, with the memo to keep for it.
-type Evaluated = (u32, Result<Candidate, NotCandidate>, Option<Box<LowerPods>>);
+type Evaluated = (
+    u32,
+    Result<Candidate, NotCandidate>,
+    Option<Box<LowerPods>>,
+    FilterTally,
+);
 
 /// What the dry run reads of a `policy/v1` PodDisruptionBudget.
 #[derive(Debug)]
@@ -123,6 +128,9 @@ pub struct DryRun {
     /// `(node, why)` of the nodes examined that are no candidate.
     pub rejected: Vec<(u32, NotCandidate)>,
     pub examined: usize,
+    /// The Filter evaluations of the nodes examined (each of upstream's
+    /// `RunFilterPluginsWithNominatedPods` in `SelectVictimsOnNode`).
+    pub evals: Evals,
 }
 
 impl Snapshot {
@@ -155,8 +163,10 @@ impl Snapshot {
             let mut results: Vec<Evaluated> = if arithmetic {
                 let slots: Vec<u32> = slots.collect();
                 let eval = |scratch: &mut Scratch, slot: u32| {
-                    let found = self.node_by_arithmetic(profile, &st, slot, pdbs, now, scratch);
-                    (slot, found, scratch.memo.take())
+                    let mut tally = FilterTally::default();
+                    let found =
+                        self.node_by_arithmetic(profile, &st, slot, pdbs, now, scratch, &mut tally);
+                    (slot, found, scratch.memo.take(), tally)
                 };
                 if wave >= PARALLEL_MIN_WAVE {
                     slots
@@ -171,18 +181,21 @@ impl Snapshot {
             } else {
                 slots
                     .map(|slot| {
-                        let found = self.node_by_detaching(pod, profile, &st, slot, pdbs, now);
-                        (slot, found, None)
+                        let mut tally = FilterTally::default();
+                        let found =
+                            self.node_by_detaching(pod, profile, &st, slot, pdbs, now, &mut tally);
+                        (slot, found, None, tally)
                     })
                     .collect()
             };
-            for (slot, _, memo) in results.iter_mut() {
+            for (slot, _, memo, _) in results.iter_mut() {
                 if let Some(m) = memo.take() {
                     self.lower_pods[*slot as usize] = *m;
                 }
             }
-            for (slot, found, _) in results {
+            for (slot, found, _, tally) in results {
                 out.examined += 1;
+                Self::filter_evals(&st, &tally, &mut out.evals);
                 match found {
                     Ok(c) => {
                         let target = if c.num_pdb_violations == 0 {
@@ -310,7 +323,9 @@ impl Snapshot {
         }
     }
 
-    /// The candidate on `slot` with the node's pods freed arithmetically.
+    /// The candidate on `slot` with the node's pods freed arithmetically; each Filter
+    /// run is counted in `tally`.
+    #[allow(clippy::too_many_arguments)]
     fn node_by_arithmetic(
         &self,
         profile: &Profile,
@@ -319,6 +334,7 @@ impl Snapshot {
         pdbs: &[Pdb],
         now: f64,
         scratch: &mut Scratch,
+        tally: &mut FilterTally,
     ) -> Result<Candidate, NotCandidate> {
         if let Some(why) = Self::prefilter_verdict(st, slot) {
             return Err(why);
@@ -350,7 +366,9 @@ impl Snapshot {
         if count == 0 {
             return Err(NotCandidate::NoVictims);
         }
-        if let Some(r) = self.filter_node_freed(profile, st, slot, all_freed) {
+        let verdict = self.filter_node_freed(profile, st, slot, all_freed);
+        self.tally(st, slot, verdict.as_ref(), tally);
+        if let Some(r) = verdict {
             return Err(self.not_candidate(st, slot, r));
         }
         let mut freed = all_freed.clone();
@@ -362,7 +380,9 @@ impl Snapshot {
         for (k, &idx) in ordered.iter().enumerate() {
             let rec = self.record(idx);
             freed.add(&rec.requests, -1);
-            if self.filter_node_freed(profile, st, slot, &freed).is_some() {
+            let verdict = self.filter_node_freed(profile, st, slot, &freed);
+            self.tally(st, slot, verdict.as_ref(), tally);
+            if verdict.is_some() {
                 freed.add(&rec.requests, 1);
                 victims.push(self.victim(rec, now));
                 violations += usize::from(k < num_violating);
@@ -375,6 +395,7 @@ impl Snapshot {
 
     /// The candidate on `slot` with the node's pods really taken off the snapshot (and
     /// the PreFilter state recomputed at every step); every record is put back.
+    #[allow(clippy::too_many_arguments)]
     fn node_by_detaching(
         &mut self,
         pod: &CompiledPod,
@@ -383,6 +404,7 @@ impl Snapshot {
         slot: u32,
         pdbs: &[Pdb],
         now: f64,
+        tally: &mut FilterTally,
     ) -> Result<Candidate, NotCandidate> {
         if let Some(why) = Self::prefilter_verdict(st, slot) {
             return Err(why);
@@ -406,7 +428,8 @@ impl Snapshot {
         let mut removed: i64 = detached.iter().flatten().map(refs).sum();
         let fits = |snap: &mut Snapshot,
                     removed: i64,
-                    gone: &[Option<PodRecord>]|
+                    gone: &[Option<PodRecord>],
+                    tally: &mut FilterTally|
          -> Option<NotCandidate> {
             let mut again = snap.prefilter(pod, profile);
             // DynamicResources' Filter does not look at pods: the attempt's one holds.
@@ -446,10 +469,11 @@ impl Snapshot {
                 snap.refresh_active_filters(profile, &mut again);
                 again.only_fit_sees_pods = false;
             }
-            snap.filter_node(profile, &again, slot)
-                .map(|r| snap.not_candidate(&again, slot, r))
+            let verdict = snap.filter_node(profile, &again, slot);
+            snap.tally(&again, slot, verdict.as_ref(), tally);
+            verdict.map(|r| snap.not_candidate(&again, slot, r))
         };
-        let result = if let Some(why) = fits(self, removed, &detached) {
+        let result = if let Some(why) = fits(self, removed, &detached, tally) {
             Err(why)
         } else {
             let mut victims = Vec::new();
@@ -461,7 +485,7 @@ impl Snapshot {
                 let r = refs(&rec);
                 let idx = self.attach(rec);
                 removed -= r;
-                if fits(self, removed, &detached).is_some() {
+                if fits(self, removed, &detached, tally).is_some() {
                     let rec = self.detach(idx).expect("attached just now");
                     removed += r;
                     victims.push(self.victim(&rec, now));
@@ -590,6 +614,7 @@ pub struct PreemptionDryRun {
     pub errors: Vec<String>,
     #[pyo3(get)]
     pub examined: usize,
+    pub evals: Evals,
 }
 
 type PyCandidate = (String, Vec<String>, usize);
@@ -606,6 +631,13 @@ fn to_py(c: &Candidate) -> PyCandidate {
 impl PreemptionDryRun {
     fn __len__(&self) -> usize {
         self.candidates.len()
+    }
+
+    /// `(plugin, "Filter", count)` of the dry run's Filter evaluations (upstream's
+    /// `scheduler_plugin_evaluation_total`).
+    #[getter]
+    fn plugin_evaluations(&self) -> Vec<(&'static str, &'static str, u32)> {
+        self.evals.nonzero()
     }
 
     /// Every candidate, non-violating ones first: `[(node, [victim uid, ...],
@@ -672,6 +704,7 @@ impl Snapshot {
             statuses,
             errors,
             examined: run.examined,
+            evals: run.evals,
         }
     }
 }

@@ -34,6 +34,12 @@ pub struct Profile {
     /// How many of `filters` come before DynamicResources' Filter in the profile's
     /// Filter order (`None`: all of them).
     pub dynamic_resources_at: Option<usize>,
+    /// The plugins enabled at PreScore that have Rust kernels (a plugin's PreScore may
+    /// be enabled while its Score is not): their PreScore evaluations are counted.
+    pub pre_scores: Vec<Plugin>,
+    /// The plugins enabled at PreFilter that the core runs, in PreFilter order (a
+    /// plugin's PreFilter may be enabled while its Filter is not).
+    pub pre_filters: Vec<Plugin>,
 }
 
 impl Default for Profile {
@@ -53,6 +59,8 @@ impl Default for Profile {
             volume_binding: VolumeBindingArgs::default(),
             percentage_of_nodes_to_score: 0,
             dynamic_resources_at: None,
+            pre_scores: vec![Plugin::NodeResourcesFit],
+            pre_filters: vec![Plugin::NodeResourcesFit],
         }
     }
 }
@@ -66,13 +74,15 @@ impl Profile {
 #[pymethods]
 impl Profile {
     #[new]
-    #[pyo3(signature = (filters, scores, plugin_args = None, percentage_of_nodes_to_score = 0, dynamic_resources_at = None))]
+    #[pyo3(signature = (filters, scores, plugin_args = None, percentage_of_nodes_to_score = 0, dynamic_resources_at = None, pre_scores = None, pre_filters = None))]
     fn py_new(
         filters: Vec<String>,
         scores: Vec<(String, i64)>,
         plugin_args: Option<&Bound<'_, PyDict>>,
         percentage_of_nodes_to_score: i64,
         dynamic_resources_at: Option<usize>,
+        pre_scores: Option<Vec<String>>,
+        pre_filters: Option<Vec<String>>,
     ) -> PyResult<Self> {
         if !(0..=100).contains(&percentage_of_nodes_to_score) {
             return Err(PyValueError::new_err(format!(
@@ -92,6 +102,8 @@ impl Profile {
             scores: Vec::new(),
             percentage_of_nodes_to_score: percentage_of_nodes_to_score as u32,
             dynamic_resources_at,
+            pre_scores: Vec::new(),
+            pre_filters: Vec::new(),
             ..Profile::default()
         };
         for name in filters {
@@ -113,6 +125,50 @@ impl Profile {
                         "score plugin {name:?} has no Rust kernel (known: {})",
                         known(Plugin::has_score)
                     )))
+                }
+            }
+        }
+        match pre_filters {
+            None => {
+                p.pre_filters = p
+                    .filters
+                    .iter()
+                    .copied()
+                    .filter(|pl| pl.has_pre_filter())
+                    .collect()
+            }
+            Some(names) => {
+                for name in names {
+                    match Plugin::parse(&name) {
+                        Some(pl) if pl.has_pre_filter() => p.pre_filters.push(pl),
+                        _ => {
+                            return Err(PyValueError::new_err(format!(
+                                "pre-filter plugin {name:?} has no Rust kernel"
+                            )))
+                        }
+                    }
+                }
+            }
+        }
+        match pre_scores {
+            None => {
+                p.pre_scores = p
+                    .scores
+                    .iter()
+                    .map(|&(pl, _)| pl)
+                    .filter(|pl| pl.has_pre_score())
+                    .collect()
+            }
+            Some(names) => {
+                for name in names {
+                    match Plugin::parse(&name) {
+                        Some(pl) if pl.has_pre_score() => p.pre_scores.push(pl),
+                        _ => {
+                            return Err(PyValueError::new_err(format!(
+                                "pre-score plugin {name:?} has no Rust kernel"
+                            )))
+                        }
+                    }
                 }
             }
         }
@@ -162,6 +218,16 @@ impl Profile {
     fn dynamic_resources_at(&self) -> Option<usize> {
         self.dynamic_resources_at
     }
+
+    #[getter]
+    fn pre_filters(&self) -> Vec<&'static str> {
+        self.pre_filters.iter().map(|p| p.name()).collect()
+    }
+
+    #[getter]
+    fn pre_scores(&self) -> Vec<&'static str> {
+        self.pre_scores.iter().map(|p| p.name()).collect()
+    }
 }
 
 fn known(pred: fn(Plugin) -> bool) -> String {
@@ -178,6 +244,24 @@ pub fn filter_plugin_names() -> Vec<&'static str> {
     Plugin::ALL
         .into_iter()
         .filter(|p| p.has_filter())
+        .map(|p| p.name())
+        .collect()
+}
+
+/// Names of the plugins whose upstream PreFilter the core runs.
+pub fn pre_filter_plugin_names() -> Vec<&'static str> {
+    Plugin::ALL
+        .into_iter()
+        .filter(|p| p.has_pre_filter())
+        .map(|p| p.name())
+        .collect()
+}
+
+/// Names of the Score plugins that have a PreScore upstream.
+pub fn pre_score_plugin_names() -> Vec<&'static str> {
+    Plugin::ALL
+        .into_iter()
+        .filter(|p| p.has_pre_score())
         .map(|p| p.name())
         .collect()
 }

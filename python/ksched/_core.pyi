@@ -12,6 +12,8 @@ import numpy.typing as npt
 
 __all__ = [
     "FILTER_PLUGINS",
+    "PRE_FILTER_PLUGINS",
+    "PRE_SCORE_PLUGINS",
     "SCORE_PLUGINS",
     "AttemptState",
     "AttemptTrace",
@@ -34,6 +36,10 @@ __all__ = [
 FILTER_PLUGINS: Final[list[str]]
 #: Plugins with Rust Score kernels.
 SCORE_PLUGINS: Final[list[str]]
+#: Plugins whose upstream PreFilter the core runs (DynamicResources' runs in Python).
+PRE_FILTER_PLUGINS: Final[list[str]]
+#: Plugins with Rust Score kernels that have a PreScore upstream.
+PRE_SCORE_PLUGINS: Final[list[str]]
 
 def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
     """How many feasible nodes an attempt looks for (upstream's numFeasibleNodesToFind)."""
@@ -182,7 +188,10 @@ class Profile:
     """The Filter plugins (in order), Score plugins with weights, their args (upstream
     JSON shape, keyed by plugin name) and the effective percentageOfNodesToScore.
     ``dynamic_resources_at`` is how many of ``filters`` come before DynamicResources'
-    Filter in the profile's order (None: all of them)."""
+    Filter in the profile's order (None: all of them). ``pre_scores`` are the plugins
+    enabled at PreScore (None: those of ``scores`` that have one) and ``pre_filters``
+    those enabled at PreFilter that the core runs (None: those of ``filters``), whose
+    evaluations the results count."""
 
     def __new__(
         cls,
@@ -191,6 +200,8 @@ class Profile:
         plugin_args: dict[str, dict[str, object]] | None = None,
         percentage_of_nodes_to_score: int = 0,
         dynamic_resources_at: int | None = None,
+        pre_scores: list[str] | None = None,
+        pre_filters: list[str] | None = None,
     ) -> Profile: ...
     @property
     def filters(self) -> list[str]: ...
@@ -200,6 +211,10 @@ class Profile:
     def percentage_of_nodes_to_score(self) -> int: ...
     @property
     def dynamic_resources_at(self) -> int | None: ...
+    @property
+    def pre_filters(self) -> list[str]: ...
+    @property
+    def pre_scores(self) -> list[str]: ...
 
 @final
 class DraDevices:
@@ -318,6 +333,13 @@ class ScheduleResult:
     @property
     def filter_error(self) -> tuple[str, str] | None:
         """``(plugin, message)`` of a Filter that returned an error (the attempt fails)."""
+    @property
+    def plugin_evaluations(self) -> list[tuple[str, str, int]]:
+        """``(plugin, extension point, count)``: the attempt's non-zero plugin
+        evaluations (upstream's ``scheduler_plugin_evaluation_total``)."""
+    @property
+    def scored_nodes(self) -> int:
+        """How many nodes were scored (0: the attempt did not get to Score)."""
     def reason_counts(self) -> dict[str, int]:
         """How many nodes gave each reason."""
     def status_of(self, node: str) -> tuple[bool, str, list[str]] | None:
@@ -387,6 +409,9 @@ class PreemptionDryRun:
         """The nodes examined that are no candidate, only when there is no candidate."""
     @property
     def errors(self) -> list[str]: ...
+    @property
+    def plugin_evaluations(self) -> list[tuple[str, str, int]]:
+        """``(plugin, "Filter", count)``: the dry run's Filter evaluations."""
 
 @final
 class Snapshot:

@@ -22,8 +22,10 @@ gathers the equivalents and renders them with upstream's HELP prefixes (``[STABL
   ``python_gc_collections_total`` (the collector, per generation);
 * ``workqueue_*`` are registered with upstream's names and labels but have no series:
   ksched has no client-go work queue (neither does kube-scheduler's own scheduling path;
-  its series come from the certificate-reload controllers, which ksched does not run);
-* ``version_info`` is registered without series, as kube-scheduler v1.36 serves it.
+  its series come from the certificate-reload controllers, which ksched does not run),
+  so, like every family without a series, they are not exported;
+* ``version_info``: the binary version, the emulated version and the minimum
+  compatibility version of the ``kube`` component, as component-base records them.
 
 The metrics flags apply to the whole exposition, as component-base applies them to its
 registry: ``--disabled-metrics`` drops families (counted in ``disabled_metrics_total``),
@@ -403,13 +405,6 @@ _EMPTY: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
         "How long in seconds processing an item from workqueue takes.",
         ("name",),
     ),
-    (
-        "gauge",
-        "version_info",
-        "Provides the compatibility version info of the component. The component label is the "
-        "name of the component, usually kube, but is relevant for aggregated-apiservers.",
-        ("component", "binary", "emulation", "min_compat"),
-    ),
 )
 
 
@@ -543,6 +538,18 @@ class ComponentMetrics:
             stage = "" if spec.stage == "GA" else spec.stage
             feature.add_metric([name, stage], 1.0 if self.gate.enabled(name) else 0.0)
         yield feature
+        compat = GaugeMetricFamily(
+            "version_info",
+            "Provides the compatibility version info of the component. The component label is "
+            "the name of the component, usually kube, but is relevant for "
+            "aggregated-apiservers.",
+            labels=["component", "binary", "emulation", "min_compat"],
+        )
+        binary = info["gitVersion"].lstrip("v").split("+")[0].split("-")[0]
+        compat.add_metric(
+            ["kube", binary, _dotted(self.gate.emulation), _dotted(self.gate.min_compat)], 1.0
+        )
+        yield compat
         for kind, name, doc, labels in _EMPTY:
             yield _empty(kind, name, doc, labels)
         yield from REST_METRICS.families()
@@ -655,6 +662,10 @@ class ComponentMetrics:
         return render([req, lim])
 
 
+def _dotted(v: tuple[int, int]) -> str:
+    return f"{v[0]}.{v[1]}"
+
+
 def _unit(resource: str) -> str:
     if resource == "cpu":
         return "cores"
@@ -747,9 +758,13 @@ def _escape_value(v: str) -> str:
 def render(fams: Iterable[Metric]) -> bytes:
     """The Prometheus text format (0.0.4) as client_golang writes it: families sorted by
     name, label pairs sorted, Go's number format (for ``le`` too), counters named as
-    registered."""
+    registered. A family without samples is left out, as client_golang's ``Gather``
+    leaves out a vector without children (a metric without labels always has its one
+    sample, see :mod:`ksched.metrics`)."""
     out: list[str] = []
     for fam in sorted(fams, key=_header_name):
+        if not fam.samples:
+            continue
         name = _header_name(fam)
         kind = {"unknown": "untyped", "info": "gauge", "stateset": "gauge"}.get(fam.type, fam.type)
         out.append(f"# HELP {name} {_escape_help(fam.documentation)}\n# TYPE {name} {kind}\n")

@@ -25,6 +25,13 @@ Metric names and labels (upstream ``pkg/scheduler/metrics``):
 * ``scheduler_framework_extension_point_duration_seconds{extension_point,status,profile}``
 * ``scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}``
 * ``scheduler_unschedulable_pods{plugin,profile}``
+* ``scheduler_plugin_evaluation_total{plugin,extension_point,profile}`` (PreFilter,
+  Filter, PreScore, Score): upstream's instrumented plugins count a PreFilter or PreScore
+  call that did not return Skip, and a Filter or Score call per node. The Rust core
+  returns one attempt's counts (a fixed array per extension point,
+  ``ScheduleResult.plugin_evaluations``), added here once per attempt; every plugin
+  enabled at those points has a series from the start, at 0, as upstream creates them
+  with the framework
 * ``scheduler_permit_wait_duration_seconds{result}``
 * ``scheduler_cache_size{type}`` (nodes, pods, assumed_pods)
 * ``scheduler_preemption_attempts_total``, ``scheduler_preemption_victims``
@@ -53,7 +60,10 @@ Metric names and labels (upstream ``pkg/scheduler/metrics``):
   ``scheduler_get_node_hint_duration_seconds{hinted,profile}`` and
   ``scheduler_store_schedule_results_duration_seconds{profile}`` are registered with
   upstream's labels and buckets but get no series: ksched keeps no cache of scored nodes
-  between cycles, so there is nothing to flush, look up or store.
+  between cycles, so there is nothing to flush, look up or store. Like every vector
+  without a series, they are not exported (client_golang's ``Gather`` leaves such a
+  family out; :func:`ksched.component_metrics.render` does the same), while a metric
+  without labels always has its one series (0 until observed).
 
 ``reset`` clears the counters and histograms (``DELETE /metrics``).
 """
@@ -115,6 +125,8 @@ class Counter:
         fam = CounterMetricFamily(self.name, self.doc, labels=list(self.labelnames))
         for labels, value in list(self.values.items()):
             fam.add_metric(list(labels), value)
+        if not self.labelnames and not self.values:
+            fam.add_metric([], 0.0)  # a plain counter is 0 from its registration on
         return fam
 
 
@@ -133,6 +145,8 @@ class Gauge(Counter):
         fam = GaugeMetricFamily(self.name, self.doc, labels=list(self.labelnames))
         for labels, value in list(self.values.items()):
             fam.add_metric(list(labels), value)
+        if not self.labelnames and not self.values:
+            fam.add_metric([], 0.0)
         return fam
 
 
@@ -187,7 +201,10 @@ class Histogram:
     def family(self) -> Metric:
         fam = HistogramMetricFamily(self.name, self.doc, labels=list(self.labelnames))
         les = [repr(float(b)) for b in self.bounds] + ["+Inf"]
-        for labels, s in list(self.series.items()):
+        series = list(self.series.items())
+        if not self.labelnames and not series:
+            series = [((), HistogramSeries(self.bounds))]  # a plain histogram: all zeros
+        for labels, s in series:
             cumulative = []
             total = 0
             for le, c in zip(les, list(s.counts), strict=True):
@@ -293,6 +310,12 @@ class SchedulerMetrics:
             "increment the gauge for all plugins that caused it to not schedule and so this "
             "metric have meaning only when broken down by plugin.",
             ("plugin", "profile"),
+        )
+        self.plugin_evaluation = Counter(
+            s + "plugin_evaluation_total",
+            "Number of attempts to schedule pods by each plugin and the extension point "
+            "(available only in PreFilter, Filter, PreScore, and Score).",
+            ("plugin", "extension_point", "profile"),
         )
         self.permit_wait_duration = Histogram(
             s + "permit_wait_duration_seconds",
@@ -433,6 +456,7 @@ class SchedulerMetrics:
             self.framework_extension_point_duration,
             self.plugin_execution_duration,
             self.unschedulable_pods,
+            self.plugin_evaluation,
             self.permit_wait_duration,
             self.cache_size,
             self.preemption_attempts,
@@ -464,6 +488,11 @@ class SchedulerMetrics:
                 for series in m.series.values():
                     series.counts = [0] * len(series.counts)
                     series.sum = 0.0
+            elif m is self.plugin_evaluation:
+                # Upstream's Reset drops the vector's children while each framework
+                # keeps counting into the ones it took at its creation: the family is
+                # gone for good. Frameworks keep the old dict here likewise.
+                m.values = {}
             else:
                 m.values.clear()
 

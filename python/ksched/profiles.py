@@ -55,6 +55,7 @@ from ksched.config.types import to_dict
 from ksched.framework.builtins import default_plugins
 from ksched.framework.profile import Profile
 from ksched.framework.registry import METHOD_POINTS, Registry, RegistryError, default_registry
+from ksched.framework.runtime import EVALUATED_POINTS
 from ksched.plugins.topology_placement import PLACEMENT_SCORERS, TOPOLOGY_PLACEMENT_GENERATOR
 from ksched.plugins.workloads import WORKLOAD_PLUGINS
 
@@ -296,6 +297,21 @@ def implemented_plugin_names(registry: Registry | None = None) -> frozenset[str]
     return frozenset({*_core.FILTER_PLUGINS, *_core.SCORE_PLUGINS, *builtins, *reg.names()})
 
 
+def _evaluated(
+    points: Mapping[str, Sequence[tuple[str, int]]], registry: Registry
+) -> tuple[tuple[str, str], ...]:
+    """``(plugin, extension point)`` of the plugins upstream's framework instruments
+    (``scheduler_plugin_evaluation_total``): those enabled at PreFilter, Filter,
+    PreScore and Score that this build runs."""
+    runs = implemented_plugin_names(registry) | set(WORKLOAD_PLUGINS)
+    return tuple(
+        (plugin, label)
+        for point, label in EVALUATED_POINTS
+        for plugin, _ in points[point]
+        if plugin in runs
+    )
+
+
 def _kernel_args(prof: KubeSchedulerProfile, kept: set[str]) -> dict[str, Mapping[str, Any]]:
     args: dict[str, Mapping[str, Any]] = {}
     for pc in prof.plugin_config:
@@ -363,6 +379,14 @@ def build_profiles(
         filters, dra_at = kernel_filters(points["filter"], gates)
         scores = tuple((p, w) for p, w in points["score"] if p in _core.SCORE_PLUGINS)
         kept = set(filters) | {p for p, _ in scores}
+        # A PreFilter or PreScore enabled without its Filter/Score reads the args too
+        # (InterPodAffinity's ignorePreferredTermsOfExistingPods decides its PreScore).
+        kept |= {
+            p
+            for point in ("preFilter", "preScore")
+            for p, _ in points[point]
+            if p in _core.FILTER_PLUGINS or p in _core.SCORE_PLUGINS
+        }
         plugins = _python_plugins(prof, points, reg, missing)
         pct = prof.percentage_of_nodes_to_score
         if pct is None:
@@ -400,6 +424,7 @@ def build_profiles(
                 placement_generate=generate,
                 placement_score=placement_score,
                 dynamic_resources_at=dra_at,
+                evaluated=_evaluated(points, reg),
             )
         except ValueError as exc:
             raise ProfileError(f"profile {name!r}: {exc}") from exc

@@ -450,6 +450,8 @@ def _one_call_algorithm(
     share = (_perf() - began) / len(members)
     if gang.placed < len(members) and fw.has_post_filter:
         return None
+    for r in gang.results:
+        fw.record_evaluations(r)
     result = GroupResult(status=_unschedulable())
     wait = driver.wait_message()
     placed = 0

@@ -143,6 +143,7 @@ def _place(
         result = sched.cache.snapshot.schedule(info.compiled, fw.profile.kernels)
     else:
         result = placed
+    fw.record_evaluations(result)
     node = result.node
     if node is not None:
         return node, None, result
@@ -370,6 +371,7 @@ def _built_in_pre_filter_failure(
     theirs is the cycle's status, and the Python PreFilter did not run upstream
     (``state.pre_filter_rejector`` names the built-in one)."""
     result = sched.cache.snapshot.schedule(info.compiled, fw.profile.kernels, True)
+    fw.record_evaluations(result, state=state, pre_filter_only=True)
     if result.pre_filter_msg is None:
         return None
     error = _kernel_error(result)
@@ -392,7 +394,8 @@ def _run_filters(
     put in ``deferred``). ``use_nomination=False`` skips trying the pod's nominated node
     alone first."""
     pod = info.pod
-    names, s = fw.run_pre_filter(state, pod)
+    # Without nodes upstream fails before PreFilter: no evaluation is counted.
+    names, s = fw.run_pre_filter(state, pod, count=sched.cache.num_nodes > 0)
     if s is not None:
         if not s.is_rejected():
             return None, s, None
@@ -412,6 +415,8 @@ def _run_filters(
     result = snapshot.schedule(
         info.compiled, fw.profile.kernels, True, use_nomination=use_nomination, dra=core_filter
     )
+    # A DynamicResources Filter error ends the attempt before Score upstream.
+    fw.record_evaluations(result, state=state, scored=core_filter is None or not core_filter.error)
     nominated = pod.nominated_node_name
     if use_nomination and nominated and result.node == nominated and result.evaluated_nodes == 1:
         # The core placed the pod on its nominated node alone (evaluateNominatedNode):
@@ -422,6 +427,7 @@ def _run_filters(
         result = snapshot.schedule(
             info.compiled, fw.profile.kernels, True, use_nomination=False, dra=core_filter
         )
+        fw.record_evaluations(result, scored=core_filter is None or not core_filter.error)
     if core_filter is not None and core_filter.error:
         # A Filter error aborts the attempt (upstream RunFilterPlugins).
         msg = f'running "DynamicResources" filter plugin: {core_filter.error}'

@@ -97,6 +97,29 @@ impl Plugin {
         )
     }
 
+    /// Upstream's plugin has a PreFilter that the core runs (DynamicResources' runs in
+    /// Python).
+    pub fn has_pre_filter(self) -> bool {
+        matches!(
+            self,
+            Plugin::NodeAffinity
+                | Plugin::NodePorts
+                | Plugin::NodeResourcesFit
+                | Plugin::VolumeRestrictions
+                | Plugin::NodeVolumeLimits
+                | Plugin::VolumeBinding
+                | Plugin::VolumeZone
+                | Plugin::PodTopologySpread
+                | Plugin::InterPodAffinity
+                | Plugin::NodeDeclaredFeatures
+        )
+    }
+
+    /// Upstream's Score plugin has a PreScore (ImageLocality's has none).
+    pub fn has_pre_score(self) -> bool {
+        self.has_score() && self != Plugin::ImageLocality
+    }
+
     pub fn has_score(self) -> bool {
         matches!(
             self,

@@ -15,7 +15,7 @@ use crate::plugins::dynamic_resources::DraAllocator;
 use pyo3::types::PyDict;
 
 use super::{storage, NodeSpec, Snapshot};
-use crate::cycle::Outcome;
+use crate::cycle::{Evals, Outcome};
 use crate::explain::{AttemptState, AttemptTrace};
 use crate::gang::GangResult;
 use crate::plugins::taint::Effect;
@@ -74,6 +74,7 @@ pub struct ScheduleResult {
     /// `(plugin, message)` of a Filter that returned an error: the attempt fails.
     #[pyo3(get)]
     filter_error: Option<(&'static str, String)>,
+    evals: Evals,
 }
 
 #[pymethods]
@@ -151,6 +152,20 @@ impl ScheduleResult {
             .filter(|f| !f.unresolvable)
             .map(|f| f.name.to_string())
             .collect()
+    }
+
+    /// `(plugin, extension point, count)` of the attempt's non-zero plugin evaluations
+    /// (upstream's `scheduler_plugin_evaluation_total`: the built-in PreFilters that did
+    /// not skip, Filter calls per node, PreScores that did not skip, Score calls).
+    #[getter]
+    fn plugin_evaluations(&self) -> Vec<(&'static str, &'static str, u32)> {
+        self.evals.nonzero()
+    }
+
+    /// How many nodes were scored (0 when the attempt did not get to Score).
+    #[getter]
+    fn scored_nodes(&self) -> u32 {
+        self.evals.scored
     }
 
     /// `(node, total score)` of every scored node, best first (only with `explain=True`).
@@ -240,6 +255,7 @@ impl Snapshot {
             num_all_nodes: out.num_all_nodes,
             failed,
             reason_sets,
+            evals: out.evals,
             scores: out
                 .scores
                 .iter()

@@ -19,7 +19,13 @@ Aspects (each agrees or not, with a readable detail when not):
 * ``nomination``: ``status.nominatedNodeName`` after a failed cycle;
 * ``victims``: the pods preemption deleted;
 * ``rejectors``: after a failure, the plugins whose rejection the queue's hints must
-  undo (the FitError's unschedulable and pending plugins).
+  undo (the FitError's unschedulable and pending plugins);
+* ``evaluations``: what the cycle added to ``scheduler_plugin_evaluation_total`` per
+  plugin and extension point (PreFilter, Filter, PreScore, Score), incl. the Filter
+  calls of preemption's dry run. The Filter counts are compared only when upstream's
+  node search was exhaustive: a search that stops at the first feasible nodes found in
+  parallel (no Score plugin) or is cancelled by a Filter error calls Filter on as many
+  nodes as its goroutines reached.
 
 Upstream's random choices are normalized, not counted (the README lists them):
 
@@ -66,6 +72,7 @@ ASPECTS = (
     "nomination",
     "victims",
     "rejectors",
+    "evaluations",
 )
 
 
@@ -138,6 +145,29 @@ def _condition(c: Obj | None) -> Obj | None:
         "observedGeneration": c.get("observedGeneration", 0),
         "lastTransitionTime": bool(c.get("lastTransitionTime")),
     }
+
+
+def _exhaustive(up: Obj, ks_filters: dict[str, Obj | None], chosen: str | None) -> bool:
+    """Whether upstream's Filter calls did not depend on goroutine timing."""
+    failure = up.get("failure") or {}
+    if failure.get("code") == "Error":
+        return False
+    examined = set(up["examined"])
+    feasible = sum(1 for s in ks_filters.values() if s is None)
+    # Looking for fewer feasible nodes than there are (no Score plugin): the parallel
+    # search stops when the first is found. Tried on the nominated node alone: exact.
+    return not (chosen is not None and not up["scores"] and feasible > 1 and len(examined) > 1)
+
+
+def _compare_evaluations(out: Comparison, up: Obj, ks: Obj, *, examined_all: bool) -> None:
+    want: dict[str, float] | None = up.get("pluginEvaluations")
+    got: dict[str, float] | None = ks.get("pluginEvaluations")
+    if want is None or got is None:
+        return  # a harness binary from before the metric
+    if not examined_all:
+        want = {k: v for k, v in want.items() if not k.startswith("Filter/")}
+        got = {k: v for k, v in got.items() if not k.startswith("Filter/")}
+    out.check("evaluations", dict(sorted(want.items())), dict(sorted(got.items())))
 
 
 def compare(up: Obj, ks: Obj) -> Comparison:
@@ -234,6 +264,7 @@ def compare(up: Obj, ks: Obj) -> Comparison:
             "nomination", up.get("nominatedNodeName") or "", ks.get("nominatedNodeName") or ""
         )
     out.check("victims", sorted(up.get("deleted") or []), sorted(ks.get("deleted") or []))
+    _compare_evaluations(out, up, ks, examined_all=_exhaustive(up, ks_filters, up_chosen))
     if diagnosis is not None:
         out.check(
             "rejectors",

@@ -157,8 +157,8 @@ class _CycleView:
                 self._rejected(failed)
         return out, failed
 
-    def run_pre_filter(self, state: Any, pod: Any) -> Any:
-        names, status = self._pre_filter(state, pod)
+    def run_pre_filter(self, state: Any, pod: Any, *, count: bool = True) -> Any:
+        names, status = self._pre_filter(state, pod, count=count)
         if not self._mine(pod):
             return names, status
         self._rows = self._explain(self.info.compiled, state)
@@ -177,6 +177,8 @@ class _CycleView:
                 if st is not None and list(st["reasons"]) == [dra.error]:
                     msg = f'running "DynamicResources" filter plugin: {dra.error}'
                     r["status"] = {"code": "Error", "plugin": st["plugin"], "reasons": [msg]}
+        # The view's own Filter calls are not the cycle's plugin evaluations.
+        counted = dict(self.fw._evals)
         for r in self._rows:
             if r["status"] is not None:
                 continue
@@ -187,6 +189,8 @@ class _CycleView:
             if fs is not None:
                 r["status"] = {"code": fs.code.value, "plugin": fs.plugin, "reasons": fs.reasons}
                 r["scores"] = {}
+        self.fw._evals.clear()
+        self.fw._evals.update(counted)
         return names, status
 
     def run_score(self, state: Any, pod: Any, nodes: Any) -> Any:
@@ -260,7 +264,12 @@ async def run_case(
             spawn(popped, node, *args, **kwargs)
 
         sched.binder.spawn = observed_spawn  # type: ignore[method-assign]
+        evals = sched.metrics.plugin_evaluation.values
+        before = dict(evals)
         await sched.schedule_popped(info)
+        report["pluginEvaluations"] = _evaluation_deltas(
+            before, sched.metrics.plugin_evaluation.values, info.pod.scheduler_name
+        )
         view.restore()
         rows = view.rows()
         report["filters"] = {r["node"]: _status(r["status"]) for r in rows}
@@ -336,6 +345,19 @@ async def run_case(
         if not stopped:
             await sched.shutdown()
     return report
+
+
+def _evaluation_deltas(
+    before: dict[tuple[str, ...], float], after: dict[tuple[str, ...], float], profile: str
+) -> dict[str, float]:
+    """What the cycle added to ``scheduler_plugin_evaluation_total`` for ``profile``:
+    ``"ExtensionPoint/Plugin"`` → count, as the Go harness reports it."""
+    out: dict[str, float] = {}
+    for (plugin, point, prof), value in after.items():
+        delta = value - before.get((plugin, point, prof), 0.0)
+        if prof == profile and delta:
+            out[f"{point}/{plugin}"] = delta
+    return out
 
 
 def run(

@@ -19,6 +19,7 @@ class CycleState:
         "feasible_nodes",
         "parallel_pre_bind_plugins",
         "pod_group_cycle",
+        "pre_filter_counted",
         "pre_filter_node_plugins",
         "pre_filter_order",
         "pre_filter_rejector",
@@ -48,6 +49,10 @@ class CycleState:
         #: pod (``Framework.for_pod``) included: whether a plugin's PreFilter ran
         #: upstream before ``pre_filter_rejector`` stopped the phase.
         self.pre_filter_order: tuple[str, ...] = ()
+        #: The Python PreFilter plugins counted in ``scheduler_plugin_evaluation_total``
+        #: this cycle (a built-in PreFilter before them in the profile's order that
+        #: rejects the pod takes them back: upstream never called them).
+        self.pre_filter_counted: list[str] = []
         #: PreBind plugins whose PreBindPreFlight returned Skip: their PreBind does not run.
         self.skip_pre_bind_plugins: frozenset[str] = frozenset()
         #: PreBind plugins that may run concurrently with their neighbours that may too.

@@ -77,15 +77,33 @@ class Profile:
     #: How many of ``filters`` come before DynamicResources' Filter in the profile's
     #: Filter order (None: all of them).
     dynamic_resources_at: int | None = None
+    #: ``(plugin, extension point)`` of the plugins enabled at PreFilter, Filter,
+    #: PreScore and Score (``scheduler_plugin_evaluation_total``'s series); None: from
+    #: the kernels and the Python plugins.
+    evaluated: tuple[tuple[str, str], ...] | None = None
     kernels: _core.Profile = field(init=False)
 
     def __post_init__(self) -> None:
+        pre_scores = pre_filters = None
+        if self.evaluated is not None:
+            pre_scores = [
+                p
+                for p, point in self.evaluated
+                if point == "PreScore" and p in _core.PRE_SCORE_PLUGINS
+            ]
+            pre_filters = [
+                p
+                for p, point in self.evaluated
+                if point == "PreFilter" and p in _core.PRE_FILTER_PLUGINS
+            ]
         self.kernels = _core.Profile(
             list(self.filters),
             list(self.scores),
             {k: dict(v) for k, v in self.plugin_args.items()},
             self.percentage_of_nodes_to_score,
             self.dynamic_resources_at,
+            pre_scores,
+            pre_filters,
         )
 
 

@@ -20,6 +20,12 @@ Rules carried over from upstream ``framework.go``:
   wrapped as upstream words it (``running Reserve plugin "X": ...``).
 * ``scheduler_framework_extension_point_duration_seconds`` is recorded for every
   extension point run; per-plugin durations only in sampled cycles.
+* ``scheduler_plugin_evaluation_total`` (upstream ``instrumented_plugins.go``): every
+  plugin enabled at PreFilter, Filter, PreScore or Score has its series from the
+  framework's creation on; a PreFilter or PreScore call that does not return Skip counts
+  one, a Filter or Score call one per node. The Rust core's counts come with its result
+  (:meth:`Framework.record_evaluations`, once per attempt); the Python plugins' are
+  counted as they are called.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
+from ksched import _core
 from ksched._core import CompiledPod
 from ksched.api.pod import Pod
 from ksched.backend.queue.cluster_event import NODE, ActionType, ClusterEvent, ClusterEventWithHint
@@ -116,6 +123,44 @@ _REJECTING_POINTS = (
     "reserve",
     "permit",
 )
+
+
+#: ``scheduler_plugin_evaluation_total``'s extension points, as upstream labels them,
+#: by the profile's point names.
+EVALUATED_POINTS = (
+    ("preFilter", "PreFilter"),
+    ("filter", "Filter"),
+    ("preScore", "PreScore"),
+    ("score", "Score"),
+)
+
+
+def evaluated_plugins(profile: Profile, points: PluginSet) -> list[tuple[str, str]]:
+    """``(plugin, extension point)`` of every plugin upstream's framework instruments:
+    the profile's plugins enabled at PreFilter, Filter, PreScore and Score
+    (``Profile.evaluated``), or, for a profile built in code, its kernels' and Python
+    plugins'."""
+    if profile.evaluated is not None:
+        return list(profile.evaluated)
+    k = profile.kernels
+    out: list[tuple[str, str]] = []
+    filters = list(k.filters)
+    if profile.dynamic_resources_at is not None or any(
+        p.name == "DynamicResources" for p in points.filter
+    ):
+        at = profile.dynamic_resources_at
+        filters.insert(len(filters) if at is None else at, "DynamicResources")
+    pre = [f for f in filters if f in _core.PRE_FILTER_PLUGINS]
+    pre += [p.name for p in points.pre_filter if p.name not in pre]
+    out += [(p, "PreFilter") for p in pre]
+    out += [(f, "Filter") for f in filters]
+    out += [(p.name, "Filter") for p in points.filter if p.name not in filters]
+    scores = [name for name, _ in k.scores]
+    out += [(s, "PreScore") for s in scores if s in _core.PRE_SCORE_PLUGINS]
+    out += [(p.name, "PreScore") for p in points.pre_score if p.name not in scores]
+    out += [(s, "Score") for s in scores]
+    out += [(p.name, "Score") for p in points.score if p.name not in scores]
+    return list(dict.fromkeys(out))
 
 
 def applies_to_pod(plugin: Any, pod: Pod) -> bool:
@@ -318,6 +363,21 @@ class Framework:
             for p in self.points.score
         }
         self._success_series: dict[str, HistogramSeries] = {}
+        #: ``scheduler_plugin_evaluation_total``'s values, as this framework took them
+        #: (a reset of the metrics leaves it counting into this dict, as upstream's
+        #: framework keeps its children after a Reset of the vector).
+        self._evals = self.metrics.plugin_evaluation.values
+        evaluated = evaluated_plugins(profile, self.points)
+        for plugin, point in evaluated:
+            self._evals.setdefault((plugin, point, self.name), 0.0)
+        #: The PreFilter plugins' places in the profile's PreFilter order.
+        self._pre_filter_rank = {
+            plugin: i
+            for i, plugin in enumerate(p for p, point in evaluated if point == "PreFilter")
+        }
+        #: Score plugins of ``_ignoring`` this view left out: upstream calls them on
+        #: every scored node all the same (DynamicResources' Score has no PreScore).
+        self._ignored_scores: tuple[str, ...] = ()
         #: Python PreFilter/Filter/PreScore/Score plugins run around the Rust call.
         self.python_placement = self.has_python_placement
         #: The Python PreFilter plugins in order (a for_pod view keeps the full list).
@@ -351,6 +411,7 @@ class Framework:
                 }
             )
             view.python_placement = view.has_python_placement
+            view._ignored_scores = tuple(p.name for p in self.points.score if id(p) in gone)
             view._always_reserve = view._has_unconditional_reserve()
             self._without_ignoring = view
 
@@ -451,6 +512,55 @@ class Framework:
 
     # ---- metrics -------------------------------------------------------------------
 
+    def record_evaluations(
+        self,
+        result: Any,
+        *,
+        state: CycleState | None = None,
+        pre_filter_only: bool = False,
+        scored: bool = True,
+    ) -> None:
+        """Add a core result's plugin evaluations (``ScheduleResult`` or
+        ``PreemptionDryRun``) to ``scheduler_plugin_evaluation_total``.
+        ``pre_filter_only``: a Python PreFilter stopped the attempt
+        (``state.pre_filter_rejector``), so the core's Filter and Score did not happen,
+        nor its PreFilters after that one. A built-in PreFilter that rejected the pod
+        takes back the Python PreFilters after it that ``state`` counted. ``scored``
+        False: a Filter error ended the attempt before PreScore and Score."""
+        values = self._evals
+        name = self.name
+        rank = self._pre_filter_rank
+        stop = len(rank)
+        if pre_filter_only and state is not None and state.pre_filter_rejector in rank:
+            stop = rank[state.pre_filter_rejector]
+        for plugin, point, n in result.plugin_evaluations:
+            if pre_filter_only and (point != "PreFilter" or rank.get(plugin, 0) > stop):
+                continue
+            if not scored and point in ("PreScore", "Score"):
+                continue
+            key = (plugin, point, name)
+            values[key] = values.get(key, 0.0) + n
+        if state is not None and state.pre_filter_counted and result.pre_filter_msg is not None:
+            plugins = result.unschedulable_plugins()
+            rejector = rank.get(plugins[-1], stop) if plugins else stop
+            if not pre_filter_only or rejector < stop:
+                for plugin in state.pre_filter_counted:
+                    if rank.get(plugin, 0) > rejector:
+                        key = (plugin, "PreFilter", name)
+                        values[key] = values.get(key, 0.0) - 1
+                state.pre_filter_counted = []
+        if self._ignored_scores and scored and not pre_filter_only:
+            nodes = getattr(result, "scored_nodes", 0)
+            if nodes:
+                for plugin in self._ignored_scores:
+                    key = (plugin, "Score", name)
+                    values[key] = values.get(key, 0.0) + nodes
+
+    def _evaluated(self, plugin: str, point: str, n: int = 1) -> None:
+        key = (plugin, point, self.name)
+        values = self._evals
+        values[key] = values.get(key, 0.0) + n
+
     def observe(self, point: str, code: Code, seconds: float) -> None:
         if code is Code.SUCCESS:
             self._success(point).observe(seconds)
@@ -509,10 +619,11 @@ class Framework:
         return compiled.with_requests(requests), None
 
     def run_pre_filter(
-        self, state: CycleState, pod: Pod
+        self, state: CycleState, pod: Pod, *, count: bool = True
     ) -> tuple[frozenset[str] | None, Status | None]:
         """Python PreFilter plugins: the node names they restrict the attempt to (None:
-        all) and the status (None: success)."""
+        all) and the status (None: success). ``count``: add their evaluations to
+        ``scheduler_plugin_evaluation_total``."""
         start = self._clock()
         skip: set[str] = set()
         nodes: frozenset[str] | None = None
@@ -529,6 +640,9 @@ class Framework:
             if s is not None and s.code is Code.SKIP:
                 skip.add(p.name)
                 continue
+            if count:
+                self._evaluated(p.name, "PreFilter")
+                state.pre_filter_counted.append(p.name)
             if s is not None and not s.is_success():
                 s.plugin = p.name
                 if s.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -565,6 +679,7 @@ class Framework:
         for p in self.points.filter:
             if p.name in state.skip_filter_plugins:
                 continue
+            self._evaluated(p.name, "Filter")
             t = self._clock()
             try:
                 s: Status | None = p.filter(state, pod, node)
@@ -648,6 +763,7 @@ class Framework:
             if s is not None and s.code is Code.SKIP:
                 skip.add(p.name)
                 continue
+            self._evaluated(p.name, "PreScore")
             if s is not None and not s.is_success():
                 result = _wrap("PreScore", p.name, s)
                 break
@@ -673,6 +789,7 @@ class Framework:
         for p in self.points.score:
             if p.name in state.skip_score_plugins:
                 continue
+            self._evaluated(p.name, "Score", len(nodes))
             t = self._clock()
             try:
                 scores = [NodeScore(n.name, int(p.score(state, pod, n))) for n in nodes]

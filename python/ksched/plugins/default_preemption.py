@@ -662,6 +662,7 @@ class DefaultPreemption:
             a.now,
             dra=a.state.get(CORE_FILTER_KEY),
         )
+        a.framework.record_evaluations(run)
         rejected: list[RawNodeStatus] = list(run.statuses)
         return run, rejected, run.errors
 

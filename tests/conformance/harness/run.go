@@ -101,6 +101,10 @@ type Result struct {
 	// component of the harness does: VolumeBinding's for the PV controller, or
 	// DynamicResources' for a driver to set the devices' binding conditions.
 	BindingPending bool `json:"bindingPending"`
+	// PluginEvaluations is what the cycle added to scheduler_plugin_evaluation_total
+	// for the pod's profile: "ExtensionPoint/Plugin" → count (counts that did not move
+	// are left out).
+	PluginEvaluations map[string]float64 `json:"pluginEvaluations"`
 }
 
 // generatedSuffix completes a generateName (the API server's is five random characters).
@@ -300,8 +304,17 @@ func schedule(ctx context.Context, cfg *schedulerapi.KubeSchedulerConfiguration,
 	}
 	cycleCtx, cancelCycle := context.WithCancel(ctx)
 	defer cancelCycle()
+	evalsBefore, err := pluginEvaluations(res.Profile)
+	if err != nil {
+		return fmt.Errorf("reading the metrics: %w", err)
+	}
 	sched.ScheduleOne(cycleCtx)
 	obs.close()
+	evalsAfter, err := pluginEvaluations(res.Profile)
+	if err != nil {
+		return fmt.Errorf("reading the metrics: %w", err)
+	}
+	res.PluginEvaluations = evaluationDeltas(evalsBefore, evalsAfter)
 	if !popped {
 		return errors.New("ScheduleOne did not take the pod")
 	}
