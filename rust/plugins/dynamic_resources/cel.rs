@@ -465,6 +465,8 @@ fn build_env() -> Env {
         .expect("kubernetes.Semver registers once");
     env.add_extension(kubernetes_library)
         .expect("the Kubernetes library registers once");
+    env.add_extension(super::cellib::register)
+        .expect("the lists, IP, CIDR and URL libraries register once");
     env.set_error_on_duplicate_map_keys(false);
     env
 }
@@ -637,9 +639,17 @@ pub fn device_variable(driver: &str, device: &Device) -> Result<CelMap<'static>,
 
 // ---- compiled expressions -------------------------------------------------------------------
 
+/// `resourceapi.CELSelectorExpressionMaxCost`: the runtime cost limit of a selector.
+pub const CEL_SELECTOR_EXPRESSION_MAX_COST: u64 = 1_000_000;
+
+/// cel-go's error when an evaluation passes its cost limit.
+pub const COST_LIMIT_EXCEEDED: &str = "operation cancelled: actual cost limit exceeded";
+
 /// One compiled selector, or why it did not compile.
 pub struct Compiled {
     program: Result<Program, String>,
+    /// The runtime cost limit ([`CEL_SELECTOR_EXPRESSION_MAX_COST`]).
+    pub cost_limit: u64,
     /// Unique per expression (keys the results cache).
     pub id: usize,
 }
@@ -653,20 +663,36 @@ impl Compiled {
     /// Whether the selector accepts the device; the error is upstream's runtime error
     /// text (without the "CEL runtime error" prefix the allocator adds).
     pub fn matches(&self, env: &Arc<Env>, device: &CelMap<'static>) -> Result<bool, String> {
+        self.evaluate(env, device).0
+    }
+
+    /// [`Compiled::matches`] and the evaluation's actual cost, as cel-go's
+    /// `EvalDetails.ActualCost` counts it (see `cel::cost`); past
+    /// [`Compiled::cost_limit`] the evaluation fails as cel-go's does.
+    pub fn evaluate(&self, env: &Arc<Env>, device: &CelMap<'static>) -> (Result<bool, String>, u64) {
         let program = match &self.program {
             Ok(p) => p,
-            Err(e) => return Err(e.clone()),
+            Err(e) => return (Err(e.clone()), 0),
         };
         let mut ctx = Context::with_env(env.clone());
         ctx.add_variable_as_val("device", device.clone_as_boxed());
-        match program.execute(&ctx) {
+        let (result, metered) = cel::cost::metered(
+            self.cost_limit,
+            Some(super::cellib::call_cost),
+            || program.execute(&ctx),
+        );
+        if metered.exceeded {
+            return (Err(COST_LIMIT_EXCEEDED.to_string()), metered.cost);
+        }
+        let verdict = match result {
             Ok(Value::Bool(b)) => Ok(b),
             Ok(other) => Err(format!(
                 "CEL result of type {} could not be converted to bool",
                 value_type_name(&other)
             )),
             Err(e) => Err(runtime_error_text(&e)),
-        }
+        };
+        (verdict, metered.cost)
     }
 }
 
@@ -768,6 +794,7 @@ impl CelCache {
         let mut compiled = self.compiled.lock().expect("CEL cache lock");
         let c = Arc::new(Compiled {
             program,
+            cost_limit: CEL_SELECTOR_EXPRESSION_MAX_COST,
             id: compiled.len(),
         });
         compiled
@@ -1004,6 +1031,77 @@ device.attributes["dra.example.com"]["version"].isGreaterThan(semver("0.0.1"))
         for (name, expr, driver, device, want) in cases {
             run(name, expr, driver, device, want);
         }
+    }
+}
+
+#[cfg(test)]
+mod upstream_golden {
+    //! `testdata/cel_upstream.jsonl`: expressions evaluated by upstream's own code
+    //! (`k8s.io/dynamic-resource-allocation/cel` v0.36.5 on cel-go v0.26.0, through
+    //! `CompileCELExpression` and `DeviceMatches`, with `hack/celcost/main.go`), each
+    //! with its actual cost and its verdict or error. ksched must agree on all three.
+    use super::*;
+
+    #[derive(serde::Deserialize)]
+    struct Case {
+        expr: String,
+        driver: String,
+        attributes: serde_json::Value,
+        capacity: HashMap<String, String>,
+        cost: Option<u64>,
+        #[serde(rename = "match")]
+        verdict: Option<bool>,
+        error: Option<String>,
+        compile_error: Option<String>,
+    }
+
+    #[test]
+    fn costs_verdicts_and_errors_match_upstream() {
+        let data = include_str!("testdata/cel_upstream.jsonl");
+        let cache = CelCache::default();
+        let mut failures = Vec::new();
+        for line in data.lines().filter(|l| !l.trim().is_empty()) {
+            let case: Case = serde_json::from_str(line).expect("golden case");
+            let capacity: serde_json::Map<String, serde_json::Value> = case
+                .capacity
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::json!({ "value": v })))
+                .collect();
+            let device: Device = serde_json::from_value(serde_json::json!({
+                "name": "d", "attributes": case.attributes, "capacity": capacity,
+            }))
+            .expect("device");
+            let compiled = cache.get_or_compile(&case.expr);
+            if let Some(want) = &case.compile_error {
+                match compiled.error() {
+                    Some(got) if got == want => {}
+                    got => failures.push(format!("{}: compile error {got:?}, want {want:?}", case.expr)),
+                }
+                continue;
+            }
+            if let Some(err) = compiled.error() {
+                failures.push(format!("{}: unexpected compile error {err}", case.expr));
+                continue;
+            }
+            let var = device_variable(&case.driver, &device).expect("variable");
+            let (got, cost) = compiled.evaluate(&cache.env, &var);
+            let want = match (&case.verdict, &case.error) {
+                (Some(v), _) => Ok(*v),
+                (None, Some(e)) => Err(e.clone()),
+                (None, None) => panic!("{}: golden case without outcome", case.expr),
+            };
+            if got != want {
+                failures.push(format!("{}: got {got:?}, want {want:?}", case.expr));
+            }
+            // cel-go goes on evaluating a call's other arguments after one failed, and
+            // charges every call the error passes through; the crate stops at the
+            // error, so a failing evaluation's cost is not compared (its error is)
+            let failed_early = matches!(&got, Err(e) if e != COST_LIMIT_EXCEEDED);
+            if !failed_early && Some(cost) != case.cost {
+                failures.push(format!("{}: cost {cost}, want {:?}", case.expr, case.cost));
+            }
+        }
+        assert!(failures.is_empty(), "{} disagreements:\n{}", failures.len(), failures.join("\n"));
     }
 }
 

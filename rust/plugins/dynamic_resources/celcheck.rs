@@ -274,8 +274,12 @@ impl Checker {
                 _ => "",
             };
             // The namespaces of upstream's libraries (sets, strings.quote, lists.range,
-            // cel.bind, optional); any other is not declared there.
-            if !matches!(ns, "sets" | "strings" | "lists" | "cel" | "optional") {
+            // cel.bind, optional, ip.isCanonical, format.named); any other is not
+            // declared there.
+            if !matches!(
+                ns,
+                "sets" | "strings" | "lists" | "cel" | "optional" | "ip" | "format"
+            ) {
                 return self.report(
                     id,
                     format!("undeclared reference to '{ns}.{name}' (in container '')"),
