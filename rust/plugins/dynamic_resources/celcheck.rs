@@ -87,7 +87,55 @@ impl Ty {
             Ty::Bool | Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Bytes
         )
     }
+
+    /// Known well enough to reject an overload: not dynamic, not an attribute value,
+    /// nothing inside that is.
+    fn closed(&self) -> bool {
+        match self {
+            Ty::List(t) => t.closed(),
+            Ty::Map(k, v) => k.closed() && v.closed(),
+            Ty::Dyn | Ty::Any | Ty::Error | Ty::Null => false,
+            _ => true,
+        }
+    }
+
+    /// A type the homogeneous-literal check compares (cel-go's
+    /// `HomogeneousAggregateLiterals`): anything but the dynamic type, `null` and what
+    /// was already reported. An attribute value counts (`any`).
+    fn aggregable(&self) -> bool {
+        !matches!(self, Ty::Dyn | Ty::Error | Ty::Null)
+            && match self {
+                Ty::List(t) => t.aggregable() || **t == Ty::Dyn,
+                _ => true,
+            }
+    }
 }
+
+/// The member functions of cel-go's standard library, strings extension (version 2)
+/// and Kubernetes' regex library on a string target, with the arguments each overload
+/// takes: a call on a string (or on another known type) that matches none is
+/// cel-go's "found no matching overload".
+const STRING_MEMBERS: &[(&str, &[&[Ty]])] = &[
+    ("startsWith", &[&[Ty::String]]),
+    ("endsWith", &[&[Ty::String]]),
+    ("contains", &[&[Ty::String]]),
+    ("matches", &[&[Ty::String]]),
+    ("lowerAscii", &[&[]]),
+    ("upperAscii", &[&[]]),
+    ("trim", &[&[]]),
+    ("charAt", &[&[Ty::Int]]),
+    ("split", &[&[Ty::String], &[Ty::String, Ty::Int]]),
+    (
+        "replace",
+        &[
+            &[Ty::String, Ty::String],
+            &[Ty::String, Ty::String, Ty::Int],
+        ],
+    ),
+    ("substring", &[&[Ty::Int], &[Ty::Int, Ty::Int]]),
+    ("find", &[&[Ty::String]]),
+    ("findAll", &[&[Ty::String], &[Ty::String, Ty::Int]]),
+];
 
 /// One compile error at an expression.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,6 +147,9 @@ pub struct Issue {
 struct Checker {
     scopes: Vec<(String, Ty)>,
     issues: Vec<Issue>,
+    /// List literals exempt from the homogeneity check: `format`'s argument (cel-go's
+    /// strings extension exempts it).
+    mixed_ok: Vec<u64>,
 }
 
 fn attributes_ty() -> Ty {
@@ -169,8 +220,20 @@ impl Checker {
             }
             Expr::List(list) => {
                 let mut elem: Option<Ty> = None;
+                // the first element's type, when the check applies (not dynamic)
+                let mut first: Option<Option<Ty>> = None;
+                let exempt = self.mixed_ok.contains(&e.id);
                 for el in &list.elements {
                     let t = self.check(el);
+                    match &first {
+                        None => first = Some(t.aggregable().then(|| t.clone())),
+                        Some(Some(f)) if !exempt && t.aggregable() && *f != t => {
+                            let message =
+                                format!("expected type '{}' but found '{}'", f.name(), t.name());
+                            self.report(el.id, message);
+                        }
+                        _ => {}
+                    }
                     elem = Some(match elem {
                         None => t,
                         Some(prev) if prev == t => prev,
@@ -181,10 +244,29 @@ impl Checker {
             }
             Expr::Map(map) => {
                 let (mut key, mut value): (Option<Ty>, Option<Ty>) = (None, None);
+                let (mut first_key, mut first_value): (Option<Option<Ty>>, Option<Option<Ty>>) =
+                    (None, None);
                 for entry in &map.entries {
                     if let EntryExpr::MapEntry(me) = &entry.expr {
                         let k = self.check(&me.key);
                         let v = self.check(&me.value);
+                        for (first, t, at) in [
+                            (&mut first_key, &k, me.key.id),
+                            (&mut first_value, &v, me.value.id),
+                        ] {
+                            match first {
+                                None => *first = Some(t.aggregable().then(|| t.clone())),
+                                Some(Some(f)) if t.aggregable() && f != t => {
+                                    let message = format!(
+                                        "expected type '{}' but found '{}'",
+                                        f.name(),
+                                        t.name()
+                                    );
+                                    self.issues.push(Issue { id: at, message });
+                                }
+                                _ => {}
+                            }
+                        }
                         key = Some(match key {
                             Some(p) if p != k => Ty::Dyn,
                             _ => k,
@@ -258,6 +340,11 @@ impl Checker {
             (Some(t), false) => Some(self.check(t)),
             _ => None,
         };
+        if name == "format" {
+            if let Some(list) = call.args.first() {
+                self.mixed_ok.push(list.id);
+            }
+        }
         let args: Vec<Ty> = call.args.iter().map(|a| self.check(a)).collect();
         if !namespaced && !is_operator(name) && !KNOWN_FUNCTIONS.contains(&name) {
             let bare = name.rsplit('.').next().unwrap_or(name);
@@ -297,9 +384,55 @@ impl Checker {
                 ),
             )
         };
+        let member_error = |c: &mut Checker, t: &Ty, args: &[Ty]| {
+            let list: Vec<String> = args.iter().map(|t| t.name()).collect();
+            c.report(
+                id,
+                format!(
+                    "found no matching overload for '{name}' applied to '{}.({})'",
+                    t.name(),
+                    list.join(", ")
+                ),
+            )
+        };
+        if let Some(t) = target.as_ref().filter(|t| **t != Ty::Error) {
+            if let Some((_, overloads)) = STRING_MEMBERS.iter().find(|(n, _)| *n == name) {
+                // an open type (`dyn`, an attribute's `any`) is assignable to any
+                // parameter; the call fails when no overload takes what is known
+                let takes = |want: &Ty, got: &Ty| got.open() || want == got;
+                let fits = takes(&Ty::String, t)
+                    && overloads.iter().any(|o| {
+                        o.len() == args.len() && o.iter().zip(&args).all(|(w, g)| takes(w, g))
+                    });
+                if !fits && !args.contains(&Ty::Error) {
+                    return member_error(self, t, &args);
+                }
+            }
+            // cel-go's strings extension has `reverse` from version 3 on; upstream
+            // enables version 2, where only the lists extension's `reverse` exists
+            if name == "reverse" && t.closed() && !matches!(t, Ty::List(_)) {
+                return member_error(self, t, &args);
+            }
+        }
         match (name, target.as_ref(), args.as_slice()) {
+            ("size", None, [a])
+                if a.closed()
+                    && !matches!(a, Ty::String | Ty::Bytes | Ty::List(_) | Ty::Map(..)) =>
+            {
+                overload_error(self, &[a])
+            }
+            ("size", Some(a), [])
+                if a.closed()
+                    && !matches!(a, Ty::String | Ty::Bytes | Ty::List(_) | Ty::Map(..)) =>
+            {
+                member_error(self, a, &[])
+            }
+            ("sum" | "min" | "max", Some(Ty::List(t)), []) => (**t).clone(),
+            ("isSorted", Some(Ty::List(_)), []) => Ty::Bool,
+            ("indexOf" | "lastIndexOf", Some(Ty::List(_)), [_]) => Ty::Int,
             ("_==_" | "_!=_", None, [a, b]) => {
-                if a.primitive() && b.primitive() && a != b && !(a.numeric() && b.numeric()) {
+                // cross-type numeric comparisons cover `<` and friends, not `==`
+                if a.primitive() && b.primitive() && a != b {
                     return overload_error(self, &[a, b]);
                 }
                 Ty::Bool
@@ -574,6 +707,7 @@ fn is_operator(name: &str) -> bool {
 /// The compile errors of a parsed selector and its result type.
 pub fn check(expr: &IdedExpr) -> (Ty, Vec<Issue>) {
     let mut c = Checker {
+        mixed_ok: Vec::new(),
         scopes: Vec::new(),
         issues: Vec::new(),
     };

@@ -68,7 +68,11 @@ fn addr_error(input: &str, msg: &str, at: &str) -> String {
     if at.is_empty() {
         format!("ParseAddr({}): {msg}", go_quote(input))
     } else {
-        format!("ParseAddr({}): {msg} (at {})", go_quote(input), go_quote(at))
+        format!(
+            "ParseAddr({}): {msg} (at {})",
+            go_quote(input),
+            go_quote(at)
+        )
     }
 }
 
@@ -81,7 +85,11 @@ fn parse_ipv4_fields(input: &str, off: usize, end: usize) -> Result<[u8; 4], Str
         let c = s[i];
         if c.is_ascii_digit() {
             if dig_len == 1 && val == 0 {
-                return Err(addr_error(input, "IPv4 field has octet with leading zero", ""));
+                return Err(addr_error(
+                    input,
+                    "IPv4 field has octet with leading zero",
+                    "",
+                ));
             }
             val = val * 10 + u32::from(c - b'0');
             dig_len += 1;
@@ -104,7 +112,11 @@ fn parse_ipv4_fields(input: &str, off: usize, end: usize) -> Result<[u8; 4], Str
             val = 0;
             dig_len = 0;
         } else {
-            return Err(addr_error(input, "unexpected character", &input[off + i..end]));
+            return Err(addr_error(
+                input,
+                "unexpected character",
+                &input[off + i..end],
+            ));
         }
     }
     if pos < 3 {
@@ -153,7 +165,11 @@ fn parse_ipv6(input: &str) -> Result<GoAddr, String> {
             };
             acc = (acc << 4) + u32::from(d);
             if off > 3 {
-                return Err(addr_error(input, "each group must have 4 or less digits", s));
+                return Err(addr_error(
+                    input,
+                    "each group must have 4 or less digits",
+                    s,
+                ));
             }
             if acc > 0xffff {
                 return Err(addr_error(input, "IPv6 field has value >=2^16", s));
@@ -202,7 +218,11 @@ fn parse_ipv6(input: &str) -> Result<GoAddr, String> {
         if !s.starts_with(':') {
             return Err(addr_error(input, "unexpected character, want colon", s));
         } else if s.len() == 1 {
-            return Err(addr_error(input, "colon must be followed by more characters", s));
+            return Err(addr_error(
+                input,
+                "colon must be followed by more characters",
+                s,
+            ));
         }
         s = &s[1..];
         if s.starts_with(':') {
@@ -356,7 +376,11 @@ pub fn parse_prefix(s: &str) -> Result<(IpAddr, u8), String> {
         return Err(bad());
     }
     let bits: i64 = bits_str.parse().map_err(|_| bad())?;
-    let max = if matches!(addr.ip, IpAddr::V6(_)) { 128 } else { 32 };
+    let max = if matches!(addr.ip, IpAddr::V6(_)) {
+        128
+    } else {
+        32
+    };
     if !(0..=max).contains(&bits) {
         return Err(err("prefix length out of range"));
     }
@@ -500,9 +524,8 @@ fn ip_is_global_unicast(ip: &CelIp) -> CelBool {
 
 /// upstream `parseCIDR`.
 fn parse_cidr(raw: &str) -> Result<CelCidr, String> {
-    let (addr, bits) = parse_prefix(raw).map_err(|e| {
-        format!("network address parse error during conversion from string: {e}")
-    })?;
+    let (addr, bits) = parse_prefix(raw)
+        .map_err(|e| format!("network address parse error during conversion from string: {e}"))?;
     if is_4in6(&addr) {
         return Err(format!(
             "IPv4-mapped IPv6 address {} is not allowed",
@@ -679,7 +702,9 @@ fn unescape(s: &str, mode: Encoding) -> Result<String, String> {
         match b[i] {
             b'%' => {
                 n += 1;
-                if i + 2 >= b.len() || !b[i + 1].is_ascii_hexdigit() || !b[i + 2].is_ascii_hexdigit()
+                if i + 2 >= b.len()
+                    || !b[i + 1].is_ascii_hexdigit()
+                    || !b[i + 2].is_ascii_hexdigit()
                 {
                     let rest = &b[i..];
                     let rest = &rest[..rest.len().min(3)];
@@ -758,8 +783,7 @@ fn escape(s: &str, mode: Encoding) -> String {
 }
 
 fn valid_optional_port(port: &str) -> bool {
-    port.is_empty()
-        || (port.starts_with(':') && port[1..].bytes().all(|b| b.is_ascii_digit()))
+    port.is_empty() || (port.starts_with(':') && port[1..].bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn valid_userinfo(s: &str) -> bool {
@@ -1070,28 +1094,32 @@ fn url_escaped_path(u: &CelUrl) -> CelString<'static> {
     CelString::from(u.0.escaped_path())
 }
 fn url_query(u: &CelUrl) -> CelMap<'static> {
-    let m: HashMap<CelMapKey<'static>, Box<dyn Val>> = u
-        .0
-        .query()
-        .into_iter()
-        .map(|(k, vs)| {
-            let list: Vec<Box<dyn Val>> = vs
-                .into_iter()
-                .map(|v| Box::new(CelString::from(v)) as Box<dyn Val>)
-                .collect();
-            (CelMapKey::from(k), Box::new(CelList::from(list)) as Box<dyn Val>)
-        })
-        .collect();
+    let m: HashMap<CelMapKey<'static>, Box<dyn Val>> =
+        u.0.query()
+            .into_iter()
+            .map(|(k, vs)| {
+                let list: Vec<Box<dyn Val>> = vs
+                    .into_iter()
+                    .map(|v| Box::new(CelString::from(v)) as Box<dyn Val>)
+                    .collect();
+                (
+                    CelMapKey::from(k),
+                    Box::new(CelList::from(list)) as Box<dyn Val>,
+                )
+            })
+            .collect();
     CelMap::from(m)
 }
 
 // ---- Kubernetes' lists library ------------------------------------------------------------
 
 fn elements<'a, 'v>(v: &'a (dyn Val + 'v)) -> Result<Vec<&'a (dyn Val + 'v)>, ExecutionError> {
-    let it = v.as_iterable().ok_or_else(|| ExecutionError::UnexpectedType {
-        got: v.get_type().name().to_owned(),
-        want: "list".to_owned(),
-    })?;
+    let it = v
+        .as_iterable()
+        .ok_or_else(|| ExecutionError::UnexpectedType {
+            got: v.get_type().name().to_owned(),
+            want: "list".to_owned(),
+        })?;
     let mut out = Vec::new();
     let mut items = it.iter();
     while let Some(x) = items.next() {
@@ -1197,9 +1225,7 @@ fn list_index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Ex
     Ok(CowVal::owned(CelInt::from(i.map_or(-1, |i| i as i64))))
 }
 
-fn list_last_index_of<'b, 'v>(
-    args: Vec<CowVal<'b, 'v>>,
-) -> Result<CowVal<'b, 'v>, ExecutionError> {
+fn list_last_index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let (list, item) = two(args)?;
     let items = elements(list.as_ref())?;
     let i = items.iter().rposition(|x| x.equals(item.as_ref()));
@@ -1212,7 +1238,13 @@ pub fn register(env: &mut Env) -> Result<(), cel::DeclarationError> {
     env.add_type(CIDR_TYPE.to_owned())?;
     env.add_type(URL_TYPE.to_owned())?;
     // lists
-    env.add_member_overload("isSorted", "list_is_sorted_bool", LIST_TYPE, vec![], list_is_sorted)?;
+    env.add_member_overload(
+        "isSorted",
+        "list_is_sorted_bool",
+        LIST_TYPE,
+        vec![],
+        list_is_sorted,
+    )?;
     env.add_member_overload("sum", "list_sum", LIST_TYPE, vec![], list_sum)?;
     env.add_member_overload("min", "list_min", LIST_TYPE, vec![], list_min)?;
     env.add_member_overload("max", "list_max", LIST_TYPE, vec![], list_max)?;
@@ -1331,8 +1363,14 @@ pub fn call_cost(function: &str, args: &[&dyn Val], result: Option<&dyn Val>) ->
             }
         }),
         "ip.isCanonical" => first.map(|a| ceil_tenth(size(a), 0.2)),
-        "masked" | "prefixLength" | "family" | "isUnspecified" | "isLoopback"
-        | "isLinkLocalMulticast" | "isLinkLocalUnicast" | "isGlobalUnicast" => Some(1),
+        "masked"
+        | "prefixLength"
+        | "family"
+        | "isUnspecified"
+        | "isLoopback"
+        | "isLinkLocalMulticast"
+        | "isLinkLocalUnicast"
+        | "isGlobalUnicast" => Some(1),
         "containsIP" if args.len() >= 2 => {
             let cidr = size(args[0]);
             let mut cost = ceil_tenth(cidr + cidr, 0.1);
@@ -1349,7 +1387,9 @@ pub fn call_cost(function: &str, args: &[&dyn Val], result: Option<&dyn Val>) ->
             }
             Some(cost)
         }
-        "quantity" | "isQuantity" | "semver" | "isSemver" => first.map(|a| ceil_tenth(size(a), 0.1)),
+        "quantity" | "isQuantity" | "semver" | "isSemver" => {
+            first.map(|a| ceil_tenth(size(a), 0.1))
+        }
         "sign" | "asInteger" | "isInteger" | "asApproximateFloat" | "isGreaterThan"
         | "isLessThan" | "compareTo" | "add" | "sub" | "major" | "minor" | "patch" => Some(1),
         "getScheme" | "getHostname" | "getHost" | "getPort" | "getEscapedPath" | "getQuery" => {
@@ -1408,7 +1448,10 @@ mod tests {
         ];
         for (input, want) in cases {
             let got = parse_prefix(input).map(|(a, b)| (addr_string(&a), b));
-            let got = got.as_ref().map(|(a, b)| (a.as_str(), *b)).map_err(String::as_str);
+            let got = got
+                .as_ref()
+                .map(|(a, b)| (a.as_str(), *b))
+                .map_err(String::as_str);
             assert_eq!(got, *want, "{input}");
         }
     }
@@ -1416,28 +1459,76 @@ mod tests {
     #[test]
     fn go_url_parser() {
         // (input, scheme, host, hostname, port, escaped path, query) or the error
-        type Parts = (&'static str, &'static str, &'static str, &'static str, &'static str);
+        type Parts = (
+            &'static str,
+            &'static str,
+            &'static str,
+            &'static str,
+            &'static str,
+        );
         let cases: &[(&str, Result<Parts, &str>)] = &[
-            ("https://example.com", Ok(("https", "example.com", "example.com", "", ""))),
-            ("https://example.com:80/", Ok(("https", "example.com:80", "example.com", "80", "/"))),
-            ("https://[::1]:80/path", Ok(("https", "[::1]:80", "::1", "80", "/path"))),
-            ("HTTPS://Example.com/a%20b", Ok(("https", "Example.com", "Example.com", "", "/a%20b"))),
+            (
+                "https://example.com",
+                Ok(("https", "example.com", "example.com", "", "")),
+            ),
+            (
+                "https://example.com:80/",
+                Ok(("https", "example.com:80", "example.com", "80", "/")),
+            ),
+            (
+                "https://[::1]:80/path",
+                Ok(("https", "[::1]:80", "::1", "80", "/path")),
+            ),
+            (
+                "HTTPS://Example.com/a%20b",
+                Ok(("https", "Example.com", "Example.com", "", "/a%20b")),
+            ),
             ("/absolute-path", Ok(("", "", "", "", "/absolute-path"))),
-            ("https://example.com/path with spaces", Ok(("https", "example.com", "example.com", "", "/path%20with%20spaces"))),
-            ("../relative-path", Err("parse \"../relative-path\": invalid URI for request")),
+            (
+                "https://example.com/path with spaces",
+                Ok((
+                    "https",
+                    "example.com",
+                    "example.com",
+                    "",
+                    "/path%20with%20spaces",
+                )),
+            ),
+            (
+                "../relative-path",
+                Err("parse \"../relative-path\": invalid URI for request"),
+            ),
             ("", Err("parse \"\": empty url")),
-            ("https://example.com:abc/", Err("parse \"https://example.com:abc/\": invalid port \":abc\" after host")),
-            ("https://ex%zzample.com", Err("parse \"https://ex%zzample.com\": invalid URL escape \"%zz\"")),
+            (
+                "https://example.com:abc/",
+                Err("parse \"https://example.com:abc/\": invalid port \":abc\" after host"),
+            ),
+            (
+                "https://ex%zzample.com",
+                Err("parse \"https://ex%zzample.com\": invalid URL escape \"%zz\""),
+            ),
             (":foo", Err("parse \":foo\": missing protocol scheme")),
         ];
         for (input, want) in cases {
             let got = GoUrl::parse(input).map(|u| {
                 let (hn, p) = u.split_host_port();
-                (u.scheme.clone(), u.host.clone(), hn.to_string(), p.to_string(), u.escaped_path())
+                (
+                    u.scheme.clone(),
+                    u.host.clone(),
+                    hn.to_string(),
+                    p.to_string(),
+                    u.escaped_path(),
+                )
             });
             match (got, want) {
                 (Ok(g), Ok(w)) => assert_eq!(
-                    (g.0.as_str(), g.1.as_str(), g.2.as_str(), g.3.as_str(), g.4.as_str()),
+                    (
+                        g.0.as_str(),
+                        g.1.as_str(),
+                        g.2.as_str(),
+                        g.3.as_str(),
+                        g.4.as_str()
+                    ),
                     *w,
                     "{input}"
                 ),
