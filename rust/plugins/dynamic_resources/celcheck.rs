@@ -47,6 +47,10 @@ pub enum Ty {
     Map(Box<Ty>, Box<Ty>),
     Quantity,
     Semver,
+    /// Kubernetes' `net.IP`, `net.CIDR` and `kubernetes.URL`.
+    Ip,
+    Cidr,
+    Url,
     Device,
     /// Something already reported: no further errors about it.
     Error,
@@ -68,6 +72,9 @@ impl Ty {
             Ty::Map(k, v) => format!("map({}, {})", k.name(), v.name()),
             Ty::Quantity => "kubernetes.Quantity".into(),
             Ty::Semver => "kubernetes.Semver".into(),
+            Ty::Ip => "net.IP".into(),
+            Ty::Cidr => "net.CIDR".into(),
+            Ty::Url => "kubernetes.URL".into(),
             Ty::Device => "kubernetes.DRADevice".into(),
         }
     }
@@ -147,9 +154,9 @@ pub struct Issue {
 struct Checker {
     scopes: Vec<(String, Ty)>,
     issues: Vec<Issue>,
-    /// List literals exempt from the homogeneity check: `format`'s argument (cel-go's
-    /// strings extension exempts it).
-    mixed_ok: Vec<u64>,
+    /// Inside a call whose literals are exempt from the homogeneity check (`format`,
+    /// `sets.contains`...), how deep.
+    exempt_depth: usize,
 }
 
 fn attributes_ty() -> Ty {
@@ -222,7 +229,7 @@ impl Checker {
                 let mut elem: Option<Ty> = None;
                 // the first element's type, when the check applies (not dynamic)
                 let mut first: Option<Option<Ty>> = None;
-                let exempt = self.mixed_ok.contains(&e.id);
+                let exempt = self.exempt_depth > 0;
                 for el in &list.elements {
                     let t = self.check(el);
                     match &first {
@@ -231,6 +238,8 @@ impl Checker {
                             let message =
                                 format!("expected type '{}' but found '{}'", f.name(), t.name());
                             self.report(el.id, message);
+                            // one error per literal, at its first stray element
+                            first = Some(None);
                         }
                         _ => {}
                     }
@@ -256,13 +265,16 @@ impl Checker {
                         ] {
                             match first {
                                 None => *first = Some(t.aggregable().then(|| t.clone())),
-                                Some(Some(f)) if t.aggregable() && f != t => {
+                                Some(Some(f))
+                                    if self.exempt_depth == 0 && t.aggregable() && f != t =>
+                                {
                                     let message = format!(
                                         "expected type '{}' but found '{}'",
                                         f.name(),
                                         t.name()
                                     );
                                     self.issues.push(Issue { id: at, message });
+                                    *first = Some(None);
                                 }
                                 _ => {}
                             }
@@ -340,12 +352,16 @@ impl Checker {
             (Some(t), false) => Some(self.check(t)),
             _ => None,
         };
-        if name == "format" {
-            if let Some(list) = call.args.first() {
-                self.mixed_ok.push(list.id);
-            }
+        // cel-go exempts the literals inside `format` (strings extension) from the
+        // homogeneous-literal check
+        let exempt = name == "format";
+        if exempt {
+            self.exempt_depth += 1;
         }
         let args: Vec<Ty> = call.args.iter().map(|a| self.check(a)).collect();
+        if exempt {
+            self.exempt_depth -= 1;
+        }
         if !namespaced && !is_operator(name) && !KNOWN_FUNCTIONS.contains(&name) {
             let bare = name.rsplit('.').next().unwrap_or(name);
             if !(name.contains('.') && KNOWN_FUNCTIONS.contains(&bare)) {
@@ -367,10 +383,20 @@ impl Checker {
                 ns,
                 "sets" | "strings" | "lists" | "cel" | "optional" | "ip" | "format"
             ) {
-                return self.report(
-                    id,
-                    format!("undeclared reference to '{ns}.{name}' (in container '')"),
+                // cel-go: the namespace is an undeclared identifier, and the function
+                // an undeclared one unless some library declares a function of its name
+                let target_id = call.target.as_deref().map_or(id, |t| t.id);
+                self.report(
+                    target_id,
+                    format!("undeclared reference to '{ns}' (in container '')"),
                 );
+                if !KNOWN_FUNCTIONS.contains(&name) {
+                    return self.report(
+                        id,
+                        format!("undeclared reference to '{name}' (in container '')"),
+                    );
+                }
+                return Ty::Error;
             }
             return Ty::Dyn;
         }
@@ -412,6 +438,29 @@ impl Checker {
             // enables version 2, where only the lists extension's `reverse` exists
             if name == "reverse" && t.closed() && !matches!(t, Ty::List(_)) {
                 return member_error(self, t, &args);
+            }
+        }
+        // Kubernetes' parsing functions take a string (`semver` and `isSemver` also a
+        // normalize flag)
+        if target.is_none()
+            && matches!(
+                name,
+                "quantity"
+                    | "isQuantity"
+                    | "semver"
+                    | "isSemver"
+                    | "ip"
+                    | "isIP"
+                    | "cidr"
+                    | "isCIDR"
+                    | "url"
+                    | "isURL"
+            )
+        {
+            if args.first().is_some_and(|a| a.closed() && *a != Ty::String) {
+                let all: Vec<Ty> = args.clone();
+                let refs: Vec<&Ty> = all.iter().collect();
+                return overload_error(self, &refs);
             }
         }
         match (name, target.as_ref(), args.as_slice()) {
@@ -517,6 +566,9 @@ impl Checker {
             ("size", _, _) => Ty::Int,
             ("matches" | "startsWith" | "endsWith" | "contains", Some(_), _) => Ty::Bool,
             ("quantity", None, [_]) => Ty::Quantity,
+            ("ip", None, [_]) | ("ip", Some(Ty::Cidr), []) => Ty::Ip,
+            ("cidr", None, [_]) | ("masked", Some(Ty::Cidr), []) => Ty::Cidr,
+            ("url", None, [_]) => Ty::Url,
             ("semver", None, _) => Ty::Semver,
             ("isQuantity" | "isSemver", None, _) => Ty::Bool,
             (
@@ -673,6 +725,8 @@ const KNOWN_FUNCTIONS: &[&str] = &[
     "error",
     "fieldSelector",
     "labelSelector",
+    // two-variable comprehensions' map insertion (`cel.@mapInsert`, from the macros)
+    "@mapInsert",
     // ext.Sets, ext.Lists (version 3), two-variable comprehensions, optionals, bindings
     "equivalent",
     "intersects",
@@ -707,7 +761,7 @@ fn is_operator(name: &str) -> bool {
 /// The compile errors of a parsed selector and its result type.
 pub fn check(expr: &IdedExpr) -> (Ty, Vec<Issue>) {
     let mut c = Checker {
-        mixed_ok: Vec::new(),
+        exempt_depth: 0,
         scopes: Vec::new(),
         issues: Vec::new(),
     };

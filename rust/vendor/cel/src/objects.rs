@@ -1521,11 +1521,37 @@ impl Value {
                     })?
                     .iter();
                 let mut deferred = DeferredErrors::of(comprehension);
+                // two-variable comprehensions (cel-go's ext.TwoVarComprehensions): a
+                // list's index and element, a map's key and value
+                let pairs = comprehension.iter_var2.as_ref().map(|var2| {
+                    let map = (iter.get_type().kind() == Kind::Map)
+                        .then(|| iter.as_indexer())
+                        .flatten();
+                    (var2, map)
+                });
+                let mut index: i64 = 0;
                 while let Some(item) = items.next() {
                     if !try_bool(Value::resolve_val(&comprehension.loop_cond, &ctx))? {
                         break;
                     }
-                    ctx.add_variable_as_val(&comprehension.iter_var, item.clone_as_boxed());
+                    match &pairs {
+                        None => {
+                            ctx.add_variable_as_val(&comprehension.iter_var, item.clone_as_boxed())
+                        }
+                        Some((var2, Some(map))) => {
+                            let value = map.get(item)?.into_owned();
+                            ctx.add_variable_as_val(&comprehension.iter_var, item.clone_as_boxed());
+                            ctx.add_variable_as_val(var2.as_str(), value);
+                        }
+                        Some((var2, None)) => {
+                            ctx.add_variable_as_val(
+                                &comprehension.iter_var,
+                                Box::new(CelInt::from(index)),
+                            );
+                            ctx.add_variable_as_val(var2.as_str(), item.clone_as_boxed());
+                        }
+                    }
+                    index += 1;
                     let step = Value::resolve_val(&comprehension.loop_step, &ctx);
                     if let Some(accu) = deferred.step(step)? {
                         ctx.add_variable_as_val(&comprehension.accu_var, accu.into_owned());
@@ -1745,6 +1771,7 @@ impl<'e> AppendStep<'e> {
 
         if !is_accu(&comprehension.result)
             || !matches!(comprehension.loop_cond.expr, Expr::Literal(_))
+            || comprehension.iter_var2.is_some()
         {
             return None;
         }
