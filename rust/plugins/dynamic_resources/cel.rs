@@ -554,7 +554,8 @@ fn map_insert<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execu
         entries.insert(key, v);
         Ok(())
     };
-    let pairs_of = |m: &(dyn Val + 'v)| -> Result<Vec<(Box<dyn Val + 'v>, Box<dyn Val + 'v>)>, ExecutionError> {
+    type Entries<'v> = Vec<(Box<dyn Val + 'v>, Box<dyn Val + 'v>)>;
+    let pairs_of = |m: &(dyn Val + 'v)| -> Result<Entries<'v>, ExecutionError> {
         let (Some(it), Some(ix)) = (m.as_iterable(), m.as_indexer()) else {
             return Err(ExecutionError::UnexpectedType {
                 got: m.get_type().name().to_owned(),

@@ -456,12 +456,11 @@ impl Checker {
                     | "url"
                     | "isURL"
             )
+            && args.first().is_some_and(|a| a.closed() && *a != Ty::String)
         {
-            if args.first().is_some_and(|a| a.closed() && *a != Ty::String) {
-                let all: Vec<Ty> = args.clone();
-                let refs: Vec<&Ty> = all.iter().collect();
-                return overload_error(self, &refs);
-            }
+            let all: Vec<Ty> = args.clone();
+            let refs: Vec<&Ty> = all.iter().collect();
+            return overload_error(self, &refs);
         }
         match (name, target.as_ref(), args.as_slice()) {
             ("size", None, [a])

@@ -1435,7 +1435,8 @@ mod tests {
 
     #[test]
     fn go_prefix_parser_messages() {
-        let cases: &[(&str, Result<(&str, u8), &str>)] = &[
+        type Want = Result<(&'static str, u8), &'static str>;
+        let cases: &[(&str, Want)] = &[
             ("10.0.0.0/8", Ok(("10.0.0.0", 8))),
             ("10.1.2.3/8", Ok(("10.1.2.3", 8))),
             ("2001:db8::/32", Ok(("2001:db8::", 32))),

@@ -1,6 +1,7 @@
 """The allocator with selectors that use each library of upstream's CEL environment for
 device selectors (Kubernetes' lists, IP, CIDR, URL, quantity and semver libraries,
-cel-go's strings, lists and sets extensions) and its runtime cost limit.
+cel-go's strings, lists and sets extensions, two-variable comprehensions) and its runtime
+cost limit.
 
 Each case is a claim for one device of a slice with one device; the verdicts, the
 error texts and the costs were checked against upstream's own code
@@ -32,6 +33,7 @@ from tests.plugins.dynamic_resources.fixtures import (
     claim_with_requests,
     device,
     device_class,
+    local_node_selector,
     request,
     result,
     slice_with_devices,
@@ -54,7 +56,10 @@ GPU = device(
     },
 )
 
-ALLOCATED = ("allocated", [allocation_result({"nodeName": NODE1}, result(REQ0, DRIVER_A, POOL1, DEVICE1))])
+ALLOCATED = (
+    "allocated",
+    [allocation_result(local_node_selector(NODE1), result(REQ0, DRIVER_A, POOL1, DEVICE1))],
+)
 UNALLOCATABLE: tuple[str, Any] = ("unallocatable", [])
 
 
@@ -111,6 +116,13 @@ CASES: list[tuple[str, str, tuple[str, Any]]] = [
         f' && {ATTRS}.driverVersion.isGreaterThan(semver("1.0.0"))',
         ALLOCATED,
     ),
+    # cel-go's two-variable comprehensions
+    (
+        "two-variable-exists",
+        f'{ATTRS}.exists(k, v, k == "cores" && v == 8)'
+        f" && [10, 20].transformList(i, x, x + i) == [10, 21]",
+        ALLOCATED,
+    ),
     # the runtime cost limit
     (
         "nested-ranges-within-the-cost-limit",
@@ -143,11 +155,7 @@ def test_selector_libraries(name: str, selector: str, want: tuple[str, Any]) -> 
 def test_a_class_selector_past_the_cost_limit_fails_the_allocation() -> None:
     outcome, values = allocate(
         [slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, GPU)],
-        [
-            device_class(
-                CLASS_A, DRIVER_A, "lists.range(10000).map(i, lists.range(100)).size() > 0"
-            )
-        ],
+        [device_class(CLASS_A, DRIVER_A, "lists.range(10000).map(i, lists.range(100)).size() > 0")],
         [claim_with_request(CLAIM0, REQ0, CLASS_A)],
     )
     assert (outcome, values) == ("error", [f"class {CLASS_A}: selector #1: {COST_EXCEEDED}"])
