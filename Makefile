@@ -57,7 +57,7 @@ lint: install
 	$(VENV)/bin/ruff format --check python tests benches
 	$(VENV)/bin/ruff check python tests benches
 	$(VENV)/bin/mypy
-	$(PY) -m mypy.stubtest ksched._core
+	$(PY) -m mypy.stubtest ksched._core ksched.testing
 	$(VENV)/bin/lint-imports
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings

@@ -15,12 +15,11 @@ Knobs (environment):
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ksched.testing.controlplane import ControlPlane, ensure_binaries
+from ksched.testing.controlplane import ControlPlane
 
 
 @pytest.fixture(scope="session")
@@ -31,14 +30,6 @@ def out_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
-    if os.environ.get("KSCHED_SKIP_INTEGRATION", "") not in ("", "0"):
-        pytest.skip("KSCHED_SKIP_INTEGRATION is set")
-    capman = request.config.pluginmanager.getplugin("capturemanager")
-    if capman is not None:
-        with capman.global_and_fixture_disabled():
-            bin_dir = ensure_binaries()
-    else:
-        bin_dir = ensure_binaries()
-    with ControlPlane(bin_dir=bin_dir) as cp:
-        yield cp
+def control_plane(ksched_control_plane: ControlPlane) -> ControlPlane:
+    """ksched's ``ksched_control_plane`` fixture (skipped with KSCHED_SKIP_INTEGRATION=1)."""
+    return ksched_control_plane

@@ -10,7 +10,12 @@
 #     unschedulable pods' reasons when some can never fit;
 #   * `ksched bench` finds its workload files in the package, writes its JSON, and says
 #     how to get the plot while matplotlib is missing;
-#   * with the `bench` extra installed, the same command writes the PNG.
+#   * with the `bench` extra installed, the same command writes the PNG;
+#   * the example suite of a user's own repository (examples/user-suite: no conftest.py,
+#     only `ksched.testing` imported, checked) passes with ksched's pytest plugin, and so
+#     do the GPU plugin example's own tests once that plugin is installed; the real
+#     apiserver test of the suite runs when the test control plane is built
+#     (.venv/control-plane-bin).
 # The venv lives in $KSCHED_WHEEL_VENV (default .venv-wheel), recreated on every run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -67,4 +72,33 @@ step "ksched[bench]: the plot"
 "$KSCHED" bench --workload basic --scale 0.01 --json bench.json --plot bench.png > bench.txt 2> bench.err \
   || { cat bench.txt bench.err >&2; fail "ksched bench failed with the bench extra"; }
 [[ -s bench.png ]] || { cat bench.err >&2; fail "no plot with the bench extra"; }
+
+step "a user's suite (examples/user-suite): ksched's pytest fixtures from the wheel"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check pytest pytest-benchmark
+cp -r "$ROOT/examples/user-suite" suite
+[[ ! -e suite/conftest.py ]] || fail "the example suite must have no conftest.py"
+"$VENV/bin/python" - suite <<'PY' || fail "the example suite imports something private"
+import ast, pathlib, sys
+bad = []
+for path in sorted(pathlib.Path(sys.argv[1]).glob("*.py")):
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        bad += [f"{path.name}: {n}" for n in names if n.split(".")[0] == "ksched" and n != "ksched.testing"]
+if bad:
+    print("\n".join(bad), file=sys.stderr)
+    sys.exit(1)
+PY
+CP_BIN="$(cat "$ROOT/.venv/control-plane-bin" 2>/dev/null || true)"
+(cd suite && KSCHED_CONTROLPLANE_BIN_DIR="$CP_BIN" "$VENV/bin/python" -m pytest -q -p no:cacheprovider .) \
+  > suite.txt 2>&1 || { cat suite.txt >&2; fail "the example suite failed against the wheel"; }
+grep -q "passed" suite.txt || { cat suite.txt >&2; fail "the example suite ran no test"; }
+
+step "the GPU plugin example's own tests (installed plugin, ksched's fixtures)"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-build-isolation \
+  "$ROOT/examples/gpu-memory-plugin" 2>/dev/null \
+  || "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$ROOT/examples/gpu-memory-plugin"
+mkdir gpu && cp -r "$ROOT/examples/gpu-memory-plugin/tests" "$ROOT/examples/gpu-memory-plugin/scheduler-config.yaml" gpu/
+(cd gpu && "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests) > gpu.txt 2>&1 \
+  || { cat gpu.txt >&2; fail "the GPU plugin's tests failed against the wheel"; }
 step "ok"

@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod cycle;
+pub mod explain;
 pub mod gang;
 pub mod normalize;
 pub mod plugins;
@@ -23,6 +24,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<snapshot::py::ScheduleResult>()?;
     m.add_class::<gang::GangResult>()?;
     m.add_class::<preemption::PreemptionDryRun>()?;
+    m.add_class::<explain::AttemptTrace>()?;
+    m.add_class::<explain::AttemptState>()?;
     m.add_class::<pod::CompiledPod>()?;
     m.add_class::<profile::Profile>()?;
     m.add_class::<volume::VolumeRestrictionsRequest>()?;

@@ -13,6 +13,8 @@ import numpy.typing as npt
 __all__ = [
     "FILTER_PLUGINS",
     "SCORE_PLUGINS",
+    "AttemptState",
+    "AttemptTrace",
     "CompiledPod",
     "DraAllocator",
     "DraDevices",
@@ -328,6 +330,47 @@ class ScheduleResult:
     def resolvable_nodes(self) -> list[str]:
         """Their names, in examination order."""
 
+#: One node of a traced attempt: ``(node, outcome, status, scores, total)``; outcome is
+#: ``"feasible"``, ``"rejected"`` or ``"not-examined"``, status ``(unresolvable, plugin,
+#: reasons)`` of a rejected node, scores ``(plugin, raw, normalized)`` per Score plugin.
+_TracedRow = tuple[str, str, tuple[bool, str, list[str]] | None, list[tuple[str, int, int]], int]
+
+@final
+class AttemptTrace:
+    """One attempt traced node by node (``Snapshot.explain_attempt``)."""
+
+    @property
+    def nodes(self) -> list[_TracedRow]:
+        """Every node: the examined ones in examination order, then the nodes outside a
+        PreFilter result, then the ones not examined."""
+    @property
+    def chosen(self) -> str | None:
+        """The node the attempt would choose (the tie-break drawn from a copy of the
+        snapshot's random state)."""
+    @property
+    def evaluated_nodes(self) -> int: ...
+    @property
+    def feasible_nodes(self) -> int: ...
+    @property
+    def num_all_nodes(self) -> int: ...
+    @property
+    def num_to_find(self) -> int:
+        """``numFeasibleNodesToFind`` (every examinable node without sampling)."""
+    @property
+    def start_index(self) -> int: ...
+    @property
+    def scored(self) -> bool:
+        """Whether Score ran (two or more feasible nodes)."""
+    @property
+    def nominated(self) -> bool:
+        """The pod's nominated node passed every Filter and was chosen alone."""
+    @property
+    def pre_filter_msg(self) -> str | None: ...
+
+@final
+class AttemptState:
+    """A snapshot's start index and random state (``Snapshot.attempt_state``)."""
+
 @final
 class PreemptionDryRun:
     """DefaultPreemption's dry run: candidates ``(node, [victim uid, ...],
@@ -381,6 +424,22 @@ class Snapshot:
         """One attempt; a pod with ``status.nominatedNodeName`` is tried on that node
         first (unless ``use_nomination`` is false) and placed there when it fits.
         ``dra`` (DynamicResources' Filter) runs on each node after the built-in filters."""
+    def explain_attempt(
+        self,
+        pod: CompiledPod,
+        profile: Profile,
+        sample: bool = True,
+        use_nomination: bool = True,
+        dra: DraAllocator | None = None,
+    ) -> AttemptTrace:
+        """One attempt traced node by node, exactly as ``schedule`` would run it (with
+        ``sample``: the ``percentageOfNodesToScore`` stop from the current start index;
+        without: every node), choosing as ``schedule`` would but moving neither the start
+        index nor the random state. ``dra`` as for ``schedule``."""
+    def attempt_state(self) -> AttemptState:
+        """The start index and random state the next attempt begins from."""
+    def restore_attempt_state(self, state: AttemptState) -> None:
+        """Put back a state saved by ``attempt_state``."""
     def schedule_batch(self, pods: list[CompiledPod], profile: Profile) -> list[ScheduleResult]:
         """Place pods in order as successive ``schedule`` calls would (each placed pod
         accounted before the next); accounting is undone before returning."""

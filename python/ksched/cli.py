@@ -89,25 +89,29 @@ def _simulate(args: argparse.Namespace) -> int:
     return EXIT_ERROR
 
 
-def kube_scheduler(argv: Sequence[str], prog: str = "kube-scheduler") -> int:
-    """``kube-scheduler [flags]`` (cobra's ``Execute`` then ``runCommand``)."""
-    from ksched.options import LONG_HELP, FlagError, HelpRequested, parse
+def kube_scheduler(
+    argv: Sequence[str], prog: str = "kube-scheduler", *, shadow: bool = False
+) -> int:
+    """``kube-scheduler [flags]`` (cobra's ``Execute`` then ``runCommand``); with
+    ``shadow``, ``ksched shadow [flags]`` (the same flags and ``--shadow-scheduler-name``)."""
+    from ksched.options import LONG_HELP, SHADOW_HELP, FlagError, HelpRequested, parse
     from ksched.options.flags import new_flag_sets
 
     def usage() -> str:
-        return new_flag_sets().usage()
+        return new_flag_sets(shadow=shadow).usage()
 
+    long_help = SHADOW_HELP if shadow else LONG_HELP
     try:
-        opts = parse(argv)
+        opts = parse(argv, shadow=shadow)
     except HelpRequested:
-        print(LONG_HELP + "\n\n" + usage(), end="")
+        print(long_help + "\n\n" + usage(), end="")
         return 0
     except FlagError as exc:
         print(usage(), file=sys.stderr)
         print(f"Error: {exc}", file=sys.stderr)
         return 1
     if opts.get("help"):
-        print(LONG_HELP + "\n\n" + usage(), end="")
+        print(long_help + "\n\n" + usage(), end="")
         return 0
     if any(opts.args):
         got = ", ".join(orjson.dumps(a).decode() for a in opts.args)
@@ -120,6 +124,10 @@ def kube_scheduler(argv: Sequence[str], prog: str = "kube-scheduler") -> int:
 
 def _run(args: argparse.Namespace) -> int:
     return kube_scheduler(args.flags, prog="ksched run")
+
+
+def _shadow(args: argparse.Namespace) -> int:
+    return kube_scheduler(args.flags, prog="ksched shadow", shadow=True)
 
 
 def _validate_config(args: argparse.Namespace) -> int:
@@ -143,6 +151,15 @@ def _add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     p.add_argument("flags", nargs=argparse.REMAINDER)
     p.set_defaults(func=_run)
+    shadow = sub.add_parser(
+        "shadow",
+        help="decide beside the cluster's scheduler and compare, writing nothing "
+        "(kube-scheduler's flags and --shadow-scheduler-name; see 'ksched shadow --help')",
+        add_help=False,
+        prefix_chars="\0",
+    )
+    shadow.add_argument("flags", nargs=argparse.REMAINDER)
+    shadow.set_defaults(func=_shadow)
 
 
 _DESCRIPTION = """\
@@ -158,6 +175,10 @@ examples:
   ksched simulate --nodes 5000 --pods 10000       the scheduler on an embedded cluster
   ksched bench --workload basic --scale 0.1       the benchmark workloads, measured
   ksched run --config sched.yaml                  schedule a real cluster
+  ksched explain default/web-1 --node node-7      why a pod is pending, why not node-7
+  ksched replay cluster.json.zst --config a.yaml --config b.yaml
+                                                  a configuration change, A/B tested
+  ksched shadow --config sched.yaml               judge the active scheduler, write nothing
   ksched validate-config sched.yaml               the effective configuration
 
 'ksched COMMAND --help' explains each command's options."""
@@ -271,6 +292,13 @@ def build_parser() -> argparse.ArgumentParser:
     from ksched.bench import command as bench_command
 
     bench_command.add_parser(sub)
+    from ksched.commands import explain as explain_command
+    from ksched.commands import record as record_command
+    from ksched.commands import replay as replay_command
+
+    explain_command.add_parser(sub)
+    record_command.add_parser(sub)
+    replay_command.add_parser(sub)
     check = sub.add_parser(
         "validate-config",
         help="print the effective configuration, or every error (exit 1)",
@@ -289,6 +317,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["run"]:
         # kube-scheduler's flags are parsed by its own (pflag) parser, untouched.
         return kube_scheduler(argv[1:], prog="ksched run")
+    if argv[:1] == ["shadow"]:
+        return kube_scheduler(argv[1:], prog="ksched shadow", shadow=True)
     args = build_parser().parse_args(argv)
     logs.configure(verbosity=args.verbosity)
     if args.verbosity <= 0:

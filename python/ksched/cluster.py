@@ -44,6 +44,8 @@ Kind = Literal[
     "podgroups",
     "podgroups.scheduling.x-k8s.io",
     "elasticquotas.scheduling.x-k8s.io",
+    # PriorityClasses: ``ksched explain -f`` resolves a new pod's priorityClassName.
+    "priorityclasses",
 ]
 
 #: Where each kind lives in the API: ``(group/version path prefix, namespaced)``.
@@ -71,6 +73,7 @@ KIND_PATHS: dict[str, tuple[str, bool]] = {
     "podgroups": ("/apis/scheduling.k8s.io/v1alpha2", True),
     "podgroups.scheduling.x-k8s.io": ("/apis/scheduling.x-k8s.io/v1alpha1", True),
     "elasticquotas.scheduling.x-k8s.io": ("/apis/scheduling.x-k8s.io/v1alpha1", True),
+    "priorityclasses": ("/apis/scheduling.k8s.io/v1", False),
 }
 
 #: The ``Kind`` of each kind's objects (``kind`` field), for messages and events.
@@ -96,6 +99,7 @@ KIND_NAMES: dict[str, str] = {
     "podgroups": "PodGroup",
     "podgroups.scheduling.x-k8s.io": "PodGroup",
     "elasticquotas.scheduling.x-k8s.io": "ElasticQuota",
+    "priorityclasses": "PriorityClass",
 }
 
 #: Cluster-event resource names that are not the kind's ``KIND_NAMES`` entry: plugins

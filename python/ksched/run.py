@@ -79,6 +79,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import signal
@@ -291,14 +292,16 @@ def new_scheduler(
     identity: str | None = None,
     gates: FeatureGates = DEFAULT_FEATURE_GATES,
     pod_max_in_unschedulable: float | None = None,
+    make_scheduler: Callable[..., Scheduler] = Scheduler,
 ) -> Scheduler:
     """The scheduler ``ksched run`` builds from a loaded configuration (profiles,
     backoffs, extenders) and the feature gates, on ``api``; not started.
     ``pod_max_in_unschedulable`` is ``--pod-max-in-unschedulable-pods-duration`` in
-    seconds (None: the queue's default, 5 minutes)."""
+    seconds (None: the queue's default, 5 minutes); ``make_scheduler`` builds it
+    (:class:`~ksched.shadow.ShadowScheduler` in shadow mode)."""
     if profiles is None:
         profiles = profiles_from_config(cfg, gates)
-    return Scheduler(
+    return make_scheduler(
         api,
         profiles,
         feature_gates=gates,
@@ -325,6 +328,7 @@ async def serve(
     status: RunStatus | None = None,
     gates: FeatureGates = DEFAULT_FEATURE_GATES,
     pod_max_in_unschedulable: float | None = None,
+    make_scheduler: Callable[..., Scheduler] = Scheduler,
 ) -> Scheduler:
     """Schedule on ``api`` until ``stop`` is set, then shut down gracefully.
 
@@ -336,7 +340,8 @@ async def serve(
     the feature gates the scheduler reads (:meth:`FeatureGate.config_gates
     <ksched.config.features.FeatureGate.config_gates>`: pod groups, OpportunisticBatching,
     SchedulerPopFromBackoffQ, ...); ``pod_max_in_unschedulable`` is
-    ``--pod-max-in-unschedulable-pods-duration`` in seconds.
+    ``--pod-max-in-unschedulable-pods-duration`` in seconds; ``make_scheduler`` builds
+    the scheduler (shadow mode's :class:`~ksched.shadow.ShadowScheduler`).
     """
     status = status if status is not None else RunStatus()
     loop = asyncio.get_running_loop()
@@ -371,6 +376,7 @@ async def serve(
         identity=identity,
         gates=gates,
         pod_max_in_unschedulable=pod_max_in_unschedulable,
+        make_scheduler=make_scheduler,
     )
     status.sched = sched
     registry = registry if registry is not None else metrics_registry(sched)
@@ -663,6 +669,18 @@ async def _run(
     candidate: LeaseCandidate | None = None
     candidate_stop = asyncio.Event()
     coordinated = gate.enabled("CoordinatedLeaderElection")
+    make_scheduler: Callable[..., Scheduler] = Scheduler
+    if opts.shadow:
+        from ksched.readonly import ReadOnlyClusterAPI
+        from ksched.shadow import ShadowScheduler, shadow_targets
+
+        # Nothing leaves the process but reads; no Lease either: every replica shadows.
+        api = ReadOnlyClusterAPI(api, mode="shadow mode")  # type: ignore[assignment]
+        targets = shadow_targets(profiles, opts.shadow_scheduler_names)
+        make_scheduler = functools.partial(ShadowScheduler, shadowed=targets)
+        if le.leader_elect:
+            log.info("Shadow mode: leader election is off (it would write a Lease)")
+        le.leader_elect = False
     if le.leader_elect:
         lock = LeaseLock(
             api, namespace=le.resource_namespace, name=le.resource_name, identity=identity
@@ -721,7 +739,8 @@ async def _run(
         await serve(cfg, api, stop=stop, profiles=profiles, identity=identity,
                     elector=elector, status=status, gates=gate.config_gates(),
                     registry=component.scheduler_registry(status),
-                    pod_max_in_unschedulable=opts.pod_max_in_unschedulable)  # fmt: skip
+                    pod_max_in_unschedulable=opts.pod_max_in_unschedulable,
+                    make_scheduler=make_scheduler)  # fmt: skip
     except LeaderElectionLost as exc:
         # Upstream exits at once (klog.FlushAndExit): bindings in flight are abandoned,
         # the new leader schedules whatever they leave pending.
@@ -902,6 +921,15 @@ def main(opts: Options) -> int:
         cfg = resolve_config(opts, gate)
         check_supported(cfg)
         profiles = profiles_from_config(cfg, gate.config_gates())  # fail before connecting
+        if opts.shadow:
+            from ksched.shadow import ShadowError, shadow_targets
+
+            if cfg.extenders:
+                raise RunError("shadow mode does not call scheduler extenders: remove them")
+            try:
+                shadow_targets(profiles, opts.shadow_scheduler_names)
+            except ShadowError as exc:
+                raise RunError(str(exc)) from exc
     except (ConfigError, RunError) as exc:
         log.error("command failed", err=exc)
         return 1

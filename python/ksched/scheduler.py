@@ -1085,16 +1085,18 @@ class Scheduler:
             info.signature_memo = (compiled, sig)
         return sig
 
-    def quiescent(self) -> bool:
+    def quiescent(self, *, backoff: bool = True) -> bool:
         """Whether nothing can progress without a change in the cluster: no pod in
         activeQ or backoffQ or in a scheduling attempt, no binding, no pod waiting at
         Permit, no API call in the background (a victim's deletion, a status patch).
         What is still pending then waits in unschedulablePods for a cluster event (or
-        the ``podMaxInUnschedulablePodsDuration`` flush, after which it fails again)."""
+        the ``podMaxInUnschedulablePodsDuration`` flush, after which it fails again).
+        ``backoff=False``: pods in backoffQ (retried when their backoff expires) do not
+        count."""
         counts = self.queue.counts()
         return (
             counts["active"] == 0
-            and counts["backoff"] == 0
+            and (counts["backoff"] == 0 or not backoff)
             and self.queue.in_flight == 0
             and self.binder.in_flight == 0
             and len(self.waiting_pods) == 0

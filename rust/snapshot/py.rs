@@ -16,6 +16,7 @@ use pyo3::types::PyDict;
 
 use super::{storage, NodeSpec, Snapshot};
 use crate::cycle::Outcome;
+use crate::explain::{AttemptState, AttemptTrace};
 use crate::gang::GangResult;
 use crate::plugins::taint::Effect;
 use crate::plugins::volume_binding;
@@ -625,6 +626,43 @@ impl Snapshot {
             out.push(d);
         }
         Ok(out)
+    }
+
+    /// One attempt for `pod` traced node by node (see `explain`): with `sample` the
+    /// nodes the attempt would examine (`percentageOfNodesToScore`) and the node it
+    /// would choose, without moving the start index or the random state; without it,
+    /// every node. The GIL is released while nodes are examined.
+    /// `dra` (DynamicResources' Filter) runs on each node after the built-in filters, as
+    /// for `schedule`.
+    #[pyo3(name = "explain_attempt", signature = (pod, profile, sample = true, use_nomination = true, dra = None))]
+    fn py_explain_attempt(
+        &mut self,
+        py: Python<'_>,
+        pod: &CompiledPod,
+        profile: &Profile,
+        sample: bool,
+        use_nomination: bool,
+        dra: Option<PyRef<'_, DraAllocator>>,
+    ) -> AttemptTrace {
+        self.pending_dra = dra.map(|d| d.inner.clone());
+        let trace =
+            py.detach(|| Snapshot::explain_attempt(self, pod, profile, sample, use_nomination));
+        self.pending_dra = None;
+        AttemptTrace::from_trace(self, trace)
+    }
+
+    /// The start index and random state the next attempt begins from.
+    fn attempt_state(&self) -> AttemptState {
+        AttemptState {
+            next_start: self.next_start,
+            rng: self.rng.clone(),
+        }
+    }
+
+    /// Put back a state saved by `attempt_state`.
+    fn restore_attempt_state(&mut self, state: &AttemptState) {
+        self.next_start = state.next_start;
+        self.rng = state.rng.clone();
     }
 
     /// Place `pods` in order as successive `schedule` calls would, each placed pod

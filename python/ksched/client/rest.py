@@ -49,6 +49,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
@@ -205,6 +206,8 @@ class RestClient:
         self.write_guard: WriteGuard | None = None
         #: Requests sent (attempts, watches included) and retries, for tests and metrics.
         self.requests = 0
+        #: The same per HTTP method (shadow mode's tests check it has only GETs).
+        self.requests_by_method: Counter[str] = Counter()
         self.retries = 0
         #: Requests holding a slot now, and the most that ever did (tests, metrics).
         self.in_flight = 0
@@ -398,6 +401,7 @@ class RestClient:
                     content_type if body is not None else None, force_auth=force_auth
                 )
                 self.requests += 1
+                self.requests_by_method[method] += 1
                 sent = loop_time()
                 code: int | str = "<error>"
                 raw = b""
@@ -472,6 +476,7 @@ class RestClient:
         await (limiter or self.limiter).acquire()
         headers = await self._headers(None, force_auth=False)
         self.requests += 1
+        self.requests_by_method["GET"] += 1
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=read_timeout)
         waited = loop_time() - began
         try:

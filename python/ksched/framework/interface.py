@@ -154,6 +154,7 @@ __all__ = [
     "COMPILED_POD_KEY",
     "CORE_FILTER_KEY",
     "DEFERRED_ACTIONS_KEY",
+    "DRY_RUN_KEY",
     "NODE",
     "NOMINATING_KEY",
     "POD",
@@ -207,6 +208,12 @@ CORE_FILTER_KEY: Final = "ksched/core-filter"
 #: side effects of their decision (a preemption's evictions) instead of carrying them
 #: out; the cycle runs them only when the whole group then fits.
 DEFERRED_ACTIONS_KEY: Final = "ksched/deferred-actions"
+#: CycleState key: present (True) when the attempt only explains what the scheduler
+#: would do (``ksched explain``, shadow mode): a PostFilter plugin computes its answer as
+#: usual but acts on nothing (no eviction, no API call). A plugin that changes the
+#: cluster from PostFilter must honour it; DefaultPreemption writes the candidate it
+#: would act on under ``DRY_RUN_KEY + "/" + its name``.
+DRY_RUN_KEY: Final = "ksched/dry-run"
 
 
 @dataclass(slots=True)

@@ -636,9 +636,15 @@ class Framework:
         return result
 
     def run_score(
-        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+        self,
+        state: CycleState,
+        pod: Pod,
+        nodes: Sequence[NodeInfo],
+        breakdown: dict[str, dict[str, tuple[int, int]]] | None = None,
     ) -> tuple[dict[str, int], Status | None]:
-        """Weighted Python scores per node (normalized to 0-100 per plugin)."""
+        """Weighted Python scores per node (normalized to 0-100 per plugin). With
+        ``breakdown``, each plugin's ``(raw, normalized)`` score per node is written
+        there too (``ksched explain``)."""
         start = self._clock()
         totals = dict.fromkeys((n.name for n in nodes), 0)
         status: Status | None = None
@@ -648,6 +654,7 @@ class Framework:
             t = self._clock()
             try:
                 scores = [NodeScore(n.name, int(p.score(state, pod, n))) for n in nodes]
+                raw = [x.score for x in scores] if breakdown is not None else None
                 normalize = getattr(p, "normalize_score", None)
                 s = normalize(state, pod, scores) if callable(normalize) else None
             except Exception as exc:
@@ -668,6 +675,8 @@ class Framework:
                 break
             for x in scores:
                 totals[x.name] += x.score * weight
+            if breakdown is not None and raw is not None:
+                breakdown[p.name] = {x.name: (r, x.score) for x, r in zip(scores, raw, strict=True)}
         self.observe(
             "Score", Code.SUCCESS if status is None else status.code, self._clock() - start
         )

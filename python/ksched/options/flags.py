@@ -50,9 +50,26 @@ from ksched.options.pflag import (
     VModuleValue,
 )
 
-__all__ = ["COMMAND", "LONG_HELP", "Options", "new_flag_sets", "parse"]
+__all__ = [
+    "COMMAND",
+    "LONG_HELP",
+    "SHADOW_COMMAND",
+    "SHADOW_HELP",
+    "Options",
+    "new_flag_sets",
+    "parse",
+]
 
 COMMAND = "kube-scheduler"
+#: Shadow mode (:mod:`ksched.shadow`): kube-scheduler's flags and ``--shadow-scheduler-name``.
+SHADOW_COMMAND = "ksched shadow"
+
+SHADOW_HELP = """Shadow mode: decide beside the cluster's active scheduler and act on nothing.
+For every pod the active scheduler binds (or reports unschedulable), compute
+ksched's own decision with the same configuration and count how the two compare
+in ksched_shadow_decisions_total{result}; never bind, patch, delete, send events
+or take a Lease (read-only RBAC: deploy/rbac-readonly.yaml). Takes
+kube-scheduler's flags."""
 
 LONG_HELP = """The Kubernetes scheduler is a control plane process which assigns
 Pods to Nodes. The scheduler determines which Nodes are valid placements for
@@ -87,10 +104,21 @@ INSECURE_CIPHERS = (
 _NOT_WITH_CONFIG = " This parameter is ignored if a config file is specified in --config."
 
 
-def new_flag_sets(gate: FeatureGate | None = None) -> FlagSets:
-    """kube-scheduler's ``NamedFlagSets``, in upstream's section order."""
+def new_flag_sets(gate: FeatureGate | None = None, *, shadow: bool = False) -> FlagSets:
+    """kube-scheduler's ``NamedFlagSets``, in upstream's section order. With ``shadow``,
+    ``ksched shadow``'s: the same flags after a ``shadow`` section of its own."""
     gate = gate if gate is not None else FeatureGate()
-    fss = FlagSets(COMMAND)
+    command = SHADOW_COMMAND if shadow else COMMAND
+    fss = FlagSets(command)
+    if shadow:
+        fss.section("shadow").add(
+            "shadow-scheduler-name",
+            StringSliceValue(),
+            [],
+            "Judge the decisions of the scheduler of the pods with these schedulerNames "
+            "(comma-separated, repeatable; each needs a profile of that name). The default "
+            "is the schedulerNames of the configured profiles.",
+        )
 
     misc = fss.section("misc")
     misc.string("config", "", "The path to the configuration file.")
@@ -510,7 +538,7 @@ def new_flag_sets(gate: FeatureGate | None = None) -> FlagSets:
         "sets the reported version",
         no_opt="true",
     )
-    glob.add("help", BoolValue(), False, f"help for {COMMAND}", shorthand="h")
+    glob.add("help", BoolValue(), False, f"help for {command}", shorthand="h")
     return fss
 
 
@@ -526,6 +554,8 @@ class Options:
     flags: FlagSets
     gate: FeatureGate
     args: list[str] = field(default_factory=list)
+    #: ``ksched shadow`` (:mod:`ksched.shadow`) rather than ``kube-scheduler``.
+    shadow: bool = False
 
     def get(self, name: str) -> Any:
         return self.flags.value(name)
@@ -588,6 +618,11 @@ class Options:
         return _secs(self.get("pod-max-in-unschedulable-pods-duration"))
 
     @property
+    def shadow_scheduler_names(self) -> list[str]:
+        """``--shadow-scheduler-name`` (shadow mode only; empty: the profiles' names)."""
+        return list(self.get("shadow-scheduler-name")) if self.shadow else []
+
+    @property
     def verbosity(self) -> int:
         return int(self.get("v"))
 
@@ -635,13 +670,13 @@ class Options:
         return [f"FLAG: --{f.name}={go_quote(f.text())}" for f in self.flags]
 
 
-def parse(argv: Sequence[str]) -> Options:
-    """Parse kube-scheduler's command line; raises :class:`~ksched.options.pflag.FlagError`
-    (or ``HelpRequested``) as pflag/cobra would. Feature gates are resolved by
-    :func:`resolve_gates` once the flags are known."""
-    fss = new_flag_sets()
+def parse(argv: Sequence[str], *, shadow: bool = False) -> Options:
+    """Parse kube-scheduler's command line (``ksched shadow``'s with ``shadow``); raises
+    :class:`~ksched.options.pflag.FlagError` (or ``HelpRequested``) as pflag/cobra would.
+    Feature gates are resolved by :func:`resolve_gates` once the flags are known."""
+    fss = new_flag_sets(shadow=shadow)
     args = fss.parse(argv)
-    return Options(flags=fss, gate=FeatureGate(), args=args)
+    return Options(flags=fss, gate=FeatureGate(), args=args, shadow=shadow)
 
 
 def resolve_gates(opts: Options) -> FeatureGate:

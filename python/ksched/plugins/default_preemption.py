@@ -81,6 +81,7 @@ from ksched.framework.interface import (
     COMPILED_POD_KEY,
     CORE_FILTER_KEY,
     DEFERRED_ACTIONS_KEY,
+    DRY_RUN_KEY,
     Handle,
     NodePod,
     PostFilterResult,
@@ -92,6 +93,7 @@ log = logs.get_logger(__name__)
 __all__ = [
     "DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE",
     "DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE",
+    "DRY_RUN_CANDIDATE_KEY",
     "NAME",
     "Candidate",
     "DefaultPreemption",
@@ -116,6 +118,9 @@ ERR_NO_CANDIDATE: Final = "no candidate node for preemption"
 ERR_WAITING: Final = "waiting for the preemption for this pod to be finished"
 ERR_NO_POD_GROUP: Final = "pod group for pod not found"
 ERR_PLACEMENT_BASED: Final = "not eligible due to placement-based pod group scheduling limitation"
+
+#: CycleState key of the candidate a dry run would act on (a :class:`Candidate`).
+DRY_RUN_CANDIDATE_KEY: Final = f"{DRY_RUN_KEY}/{NAME}"
 
 DISRUPTION_TARGET: Final = "DisruptionTarget"
 REASON_PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
@@ -386,7 +391,9 @@ class DefaultPreemption:
     ) -> None:
         self.min_candidate_nodes_percentage = min_candidate_nodes_percentage
         self.min_candidate_nodes_absolute = min_candidate_nodes_absolute
-        self._rng = random.Random(seed)
+        # Unseeded, the seed comes from Python's random module (not the OS), so
+        # random.seed() makes a whole run reproducible (ksched replay --seed).
+        self._rng = random.Random(seed if seed is not None else random.getrandbits(64))
         #: ``offset(n)``: where the dry run starts among ``n`` potential nodes.
         self.offset: Callable[[int], int] = self._rng.randrange
         self._clock = clock
@@ -546,9 +553,14 @@ class DefaultPreemption:
     def _nominate(self, best: Candidate | None, pod: Pod, state: CycleState) -> PostFilterOutcome:
         """Upstream ``Preempt`` steps 4 and 5: the chosen candidate's victims are
         evicted in the background and the pod is nominated to its node. In a pod group
-        cycle (``DEFERRED_ACTIONS_KEY``) the evictions wait for the cycle's verdict."""
+        cycle (``DEFERRED_ACTIONS_KEY``) the evictions wait for the cycle's verdict; in a
+        dry run (:data:`~ksched.framework.interface.DRY_RUN_KEY`) the candidate is only
+        written to the cycle state."""
         if best is None or not best.node:
             return None, Status(Code.UNSCHEDULABLE, ERR_NO_CANDIDATE)
+        if state.get(DRY_RUN_KEY):
+            state.write(DRY_RUN_CANDIDATE_KEY, best)
+            return PostFilterResult(best.node), Status(Code.SUCCESS)
         ref = logs.kobj(pod)
         log.with_values(pod=ref).v(2).info(
             "the target node for the preemption is determined", node=best.node, pod=ref

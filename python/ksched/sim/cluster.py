@@ -275,6 +275,11 @@ class InMemoryCluster:
         finally:
             self._watchers.remove(watcher)
 
+    def undelivered(self) -> int:
+        """Watch events emitted and not yet taken by their watchers (``ksched replay``
+        waits for none before it moves on)."""
+        return sum(w.queue.qsize() for w in self._watchers)
+
     def close_watches(self) -> None:
         """End every open watch stream, as an API server restart would."""
         for w in self._watchers:

@@ -1,5 +1,6 @@
 """A real Kubernetes control plane for tests: etcd + kube-apiserver on loopback, and
-kube-controller-manager on demand.
+kube-controller-manager on demand (the ``ksched_control_plane`` fixture, public as
+``ksched.testing.ControlPlane``).
 
 The binaries (kube-apiserver, kube-scheduler, kube-controller-manager v1.36 and etcd
 v3.6) are built from Go
@@ -498,8 +499,12 @@ class ControlPlane:
         verbosity: int = 1,
         keep_workdir: bool | None = None,
         ready_timeout: float = 120.0,
+        audit_policy: Mapping[str, Any] | None = None,
     ) -> None:
         self.bin_dir: Path | None = Path(bin_dir) if bin_dir is not None else None
+        #: An ``audit.k8s.io/v1`` Policy: the apiserver then logs the requests it selects
+        #: to :attr:`audit_log` (JSON lines), read back with :meth:`audit_events`.
+        self.audit_policy = dict(audit_policy) if audit_policy is not None else None
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else Path()
         self.apiserver_args = list(apiserver_args)
@@ -563,6 +568,22 @@ class ControlPlane:
     @property
     def etcd_log(self) -> Path:
         return self.workdir / "etcd.log"
+
+    @property
+    def audit_log(self) -> Path:
+        """The apiserver's audit log (written only with an ``audit_policy``)."""
+        return self.workdir / "audit.log"
+
+    def audit_events(self, user: str | None = None) -> list[dict[str, Any]]:
+        """The audit events logged so far (``audit_policy``), of ``user`` if given."""
+        try:
+            lines = self.audit_log.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+        events = [json.loads(line) for line in lines if line.strip()]
+        if user is not None:
+            events = [e for e in events if (e.get("user") or {}).get("username") == user]
+        return events
 
     def binary(self, name: str) -> Path:
         """Path of ``etcd``, ``kube-apiserver`` or ``kube-scheduler`` (upstream, v1.36)."""
@@ -1009,7 +1030,21 @@ class ControlPlane:
             "--allow-privileged=true",
             "--profiling=false",
             f"--v={self.verbosity}",
+            *self._audit_args(),
             *self.apiserver_args,
+        ]
+
+    def _audit_args(self) -> list[str]:
+        if self.audit_policy is None:
+            return []
+        policy = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", **self.audit_policy}
+        path = _write(self.workdir / "audit-policy.json", json.dumps(policy).encode())
+        return [
+            f"--audit-policy-file={path}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json",
+            # Written before the response is sent: a test reads it right after its calls.
+            "--audit-log-mode=blocking",
         ]
 
     def _start_apiserver(self) -> None:

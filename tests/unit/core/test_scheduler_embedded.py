@@ -1,4 +1,5 @@
-"""The whole scheduler on the embedded cluster, as a user of ``ksched simulate`` sees it."""
+"""The whole scheduler on the embedded cluster, as a user of ``ksched simulate`` sees it
+(some cases through ksched's own pytest fixtures, as a user's suite writes them)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ksched.framework.profile import default_profile
 from ksched.scheduler import Scheduler
 from ksched.sim import InMemoryCluster
 from ksched.sim.workloads import make_node, make_pod
+from ksched.testing import Cluster, EmbeddedScheduler, assert_pods_per_node, pod
 
 
 async def wait_for(cond: Callable[[], bool], timeout: float = 5.0) -> None:
@@ -52,17 +54,14 @@ def bound_pods(cluster: InMemoryCluster) -> dict[str, str]:
     }
 
 
-async def test_every_pod_is_bound_once_to_a_node_that_fits() -> None:
-    c = InMemoryCluster()
-    for i in range(20):
-        c.create("nodes", make_node(f"n{i}", cpu="1", memory="4Gi", pods="10"))
-    async with Running(c) as sched:
-        for i in range(150):
-            c.create("pods", make_pod(f"p{i}", cpu="100m", memory="200Mi"))
-        await wait_for(lambda: len(bound_pods(c)) == 150)
-        await wait_for(lambda: sched.cache.num_assumed() == 0)
-    per_node = Counter(bound_pods(c).values())
-    assert all(n <= 10 for n in per_node.values())  # cpu 1 / 100m = 10 and pods 10
+def test_every_pod_is_bound_once_to_a_node_that_fits(
+    ksched_cluster: Cluster, ksched_scheduler: Callable[..., EmbeddedScheduler]
+) -> None:
+    ksched_cluster.add_nodes(20, name="n{i}", cpu="1", memory="4Gi", pods="10")
+    out = ksched_scheduler().schedule(pod(f"p{i}", cpu="100m", memory="200Mi") for i in range(150))
+    assert len(out.placements) == 150 and not out.unschedulable
+    assert_pods_per_node(out, max=10)  # cpu 1 / 100m = 10 and pods 10
+    c = ksched_cluster.api
     assert c.bind_calls == 150
     assert c.event_counts.get("Scheduled") == 150
     event = next(e for e in c.events if e["reason"] == "Scheduled")

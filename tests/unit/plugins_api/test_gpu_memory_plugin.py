@@ -20,6 +20,7 @@ from ksched.profiles import ConfiguredPlugin, build_profiles
 from ksched.scheduler import Scheduler
 from ksched.sim import InMemoryCluster
 from ksched.sim.workloads import make_node, make_pod
+from ksched.testing import Cluster
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "gpu-memory-plugin"
 CONFIG = EXAMPLE / "scheduler-config.yaml"
@@ -101,32 +102,32 @@ def test_without_the_package_the_name_is_unknown() -> None:
     assert '"GPUFit": plugin does not exist; known plugins: ' in str(info.value)
 
 
-async def test_schedules_by_free_gpu_memory(installed_registry: Registry) -> None:
-    c = InMemoryCluster()
-    c.create("nodes", gpu_node("big", "24Gi"))
-    c.create("nodes", gpu_node("small", "16Gi"))
-    c.create("nodes", gpu_node("cpu-only", None))
-    async with Running(c, profiles_for(installed_registry)) as sched:
-        # MostAllocated packs: both 8Gi pods fill "small" (50%, then 100%) before "big".
-        for name in ("g0", "g1", "g2"):
-            c.create("pods", gpu_pod(name, "8Gi"))
-            await wait_for(lambda n=name: placements(c)[n] is not None)  # type: ignore[misc]
-        c.create("pods", make_pod("plain"))
-        await wait_for(lambda: placements(c)["plain"] is not None)
-        c.create("pods", gpu_pod("too-big", "20Gi"))
-        await wait_for(lambda: len(failures(c)) == 1)
-        await wait_for(lambda: sched.cache.num_assumed() == 0)
-    got = placements(c)
-    assert [got["g0"], got["g1"], got["g2"]] == ["small", "small", "big"]
-    assert got["plain"] is not None  # pods without GPU memory skip GPUFit
-    assert got["too-big"] is None
+def test_schedules_by_free_gpu_memory(
+    installed_registry: Registry, ksched_cluster: Cluster, ksched_scheduler: Any
+) -> None:
+    ksched_cluster.add("nodes", gpu_node("big", "24Gi"))
+    ksched_cluster.add("nodes", gpu_node("small", "16Gi"))
+    ksched_cluster.add("nodes", gpu_node("cpu-only", None))
+    # The installed plugin: the factory its entry point names.
+    sched = ksched_scheduler(CONFIG, plugins=installed(installed_registry))
+    # MostAllocated packs: both 8Gi pods fill "small" (50%, then 100%) before "big".
+    got = [sched.schedule(gpu_pod(name, "8Gi"))[name] for name in ("g0", "g1", "g2")]
+    assert got == ["small", "small", "big"]
+    assert sched.schedule(make_pod("plain")).node_of("plain") is not None  # no GPU memory
+    out = sched.schedule(gpu_pod("too-big", "20Gi"))
     # (DefaultPreemption, when present, appends why preemption cannot help.)
-    assert failures(c)[0].startswith(
+    assert out.message_of("too-big").startswith(
         "0/3 nodes are available: "
         "1 Insufficient nvidia.com/gpu-memory: node has 0 free of 16Gi, pod needs 20Gi, "
         "1 Insufficient nvidia.com/gpu-memory: node has 16Gi free of 24Gi, pod needs 20Gi, "
         "1 node(s) didn't have the nvidia.com/gpu-memory.total label."
     )
+
+
+def installed(registry: Registry) -> dict[str, Any]:
+    entry = registry.get("GPUFit")
+    assert entry is not None
+    return {"GPUFit": entry.factory}
 
 
 async def test_rejected_pod_is_retried_when_a_node_gets_the_label(
@@ -147,7 +148,9 @@ async def test_rejected_pod_is_retried_when_a_node_gets_the_label(
         await wait_for(lambda: placements(c)["p"] == "n1")
 
 
-def test_least_allocated_spreads(installed_registry: Registry, tmp_path: Path) -> None:
+def test_least_allocated_spreads(
+    installed_registry: Registry, tmp_path: Path, ksched_cluster: Cluster, ksched_scheduler: Any
+) -> None:
     text = CONFIG.read_text().replace("scoringStrategy: MostAllocated", "scoringStrategy: Least")
     bad = tmp_path / "bad.yaml"
     bad.write_text(text)
@@ -158,17 +161,12 @@ def test_least_allocated_spreads(installed_registry: Registry, tmp_path: Path) -
 
     good = tmp_path / "spread.yaml"
     good.write_text(text.replace("Least", "LeastAllocated"))
-
-    async def scenario() -> dict[str, str | None]:
-        c = InMemoryCluster()
-        c.create("nodes", gpu_node("big", "24Gi"))
-        c.create("nodes", gpu_node("small", "16Gi"))
-        async with Running(c, profiles_for(installed_registry, good)):
-            c.create("pods", gpu_pod("g0", "8Gi"))
-            await wait_for(lambda: placements(c)["g0"] is not None)
-        return placements(c)
-
-    assert asyncio.run(scenario()) == {"g0": "big"}
+    ksched_cluster.add("nodes", gpu_node("big", "24Gi"))
+    ksched_cluster.add("nodes", gpu_node("small", "16Gi"))
+    out = ksched_scheduler(good, plugins=installed(installed_registry)).schedule(
+        gpu_pod("g0", "8Gi")
+    )
+    assert out.placements == {"default/g0": "big"}
 
 
 def test_validate_config_accepts_the_installed_plugin(installed_registry: Registry) -> None:
@@ -185,3 +183,17 @@ def test_validate_config_accepts_the_installed_plugin(installed_registry: Regist
         "DynamicResources", "GPUFit", "InterPodAffinity", "NodeAffinity",
         "NodeResourcesBalancedAllocation", "NodeResourcesFit", "PodTopologySpread",
         "VolumeBinding"]  # fmt: skip
+
+
+def test_the_example_plugins_own_suite_passes(installed_registry: Registry) -> None:
+    """examples/gpu-memory-plugin/tests: the plugin author's tests, on ksched's fixtures."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=EXAMPLE,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert " passed" in proc.stdout

@@ -12,9 +12,10 @@ before its node, and a node may be deleted while pods are still accounted on it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ksched import logs
@@ -238,6 +239,26 @@ class Cache:
                 del self._by_node[node]
         gens = self._generations
         gens[node] = gens.get(node, 0) + 1
+
+    @contextlib.contextmanager
+    def without(self, uids: Iterable[str]) -> Iterator[None]:
+        """The cache (and snapshot) as if these pods were not accounted, for the body of
+        the ``with``; they are accounted again, exactly as before, at its end. Shadow
+        mode judges a decision on the view the other scheduler had (:mod:`ksched.shadow`)."""
+        taken = [self._pods[u] for u in dict.fromkeys(uids) if u in self._pods]
+        for cached in taken:
+            del self._pods[cached.pod.uid]
+            self._unindex(cached)
+            self.snapshot.remove_pod(cached.pod.uid)
+        try:
+            yield
+        finally:
+            for cached in taken:
+                if cached.assumed:
+                    self.snapshot.assume(cached.compiled, cached.node_name)
+                else:
+                    self.snapshot.add_pod(cached.compiled, cached.node_name)
+                self._index(cached)
 
     def pods_on_node(self, node: str) -> Collection[_CachedPod]:
         """The pods accounted on ``node`` (bound or assumed), each with its compiled

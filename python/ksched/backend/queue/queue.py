@@ -275,6 +275,10 @@ class SchedulingQueue:
     def __len__(self) -> int:
         return len(self._active_uids) + len(self._backoff_uids) + len(self._unschedulable)
 
+    def backoff_attempts(self) -> dict[str, int]:
+        """uid → scheduling attempts so far of every pod in backoffQ."""
+        return {uid: info.attempts for uid, info in self._backoff_uids.items()}
+
     def infos(self) -> list[QueuedPodInfo]:
         """Every pod waiting in activeQ, backoffQ or unschedulablePods (not in flight)."""
         return [

@@ -67,7 +67,7 @@ from ksched.backend.queue.cluster_event import (
 from ksched.cluster import EVENT_RESOURCES
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.diagnosis import FitError
-from ksched.framework.interface import Handle, PostFilterResult
+from ksched.framework.interface import DRY_RUN_KEY, Handle, PostFilterResult
 from ksched.framework.status import Code, Status
 from ksched.plugins.coscheduling.quantity import GoQuantity, format_resource_list
 from ksched.plugins.workload_listers import Lister, coscheduling_pod_groups
@@ -455,11 +455,12 @@ class Coscheduling:
         gap = (group.min_member - assigned) / group.min_member
         if gap <= self.reject_threshold:
             return PostFilterResult(), Status(Code.UNSCHEDULABLE)
-        self._reject_waiting(pod.namespace, group.name, OPTIMISTIC_REJECTION)
-        if self.pg_backoff is not None and len(self.group_pods(fullname)) >= group.min_member:
-            self._backed_off.add(fullname, self.pg_backoff)
-        self._permitted.delete(fullname)
-        self.mark_failure(fullname)
+        if not state.get(DRY_RUN_KEY):  # ksched explain, shadow mode: act on nothing
+            self._reject_waiting(pod.namespace, group.name, OPTIMISTIC_REJECTION)
+            if self.pg_backoff is not None and len(self.group_pods(fullname)) >= group.min_member:
+                self._backed_off.add(fullname, self.pg_backoff)
+            self._permitted.delete(fullname)
+            self.mark_failure(fullname)
         return PostFilterResult(), Status(
             Code.UNSCHEDULABLE,
             f"PodGroup {fullname} gets rejected due to Pod {pod.name} is unschedulable even "

@@ -96,6 +96,7 @@ from ksched.cluster import APIError
 from ksched.framework.cycle_state import CycleState
 from ksched.framework.interface import (
     CORE_FILTER_KEY,
+    DRY_RUN_KEY,
     NodeInfo,
     NodeScore,
     PostFilterResult,
@@ -560,7 +561,8 @@ class DynamicResources:
                 status = updated.setdefault("status", {})
                 for key in ("reservedFor", "allocation", "devices"):
                     status.pop(key, None)
-                self._spawn(self._update_status(updated, "deallocate"))
+                if not state.get(DRY_RUN_KEY):  # ksched explain, shadow mode: act on nothing
+                    self._spawn(self._update_status(updated, "deallocate"))
                 return None, Status(Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
         if extended is not None and not is_special_claim(extended):
             # The claim an earlier cycle created for the pod's extended resources is
