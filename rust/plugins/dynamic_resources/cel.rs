@@ -31,8 +31,10 @@
 //! `sub`, `sign`, `isInteger`, `asInteger`, `asApproximateFloat`) and semver library
 //! (`semver()`, `isSemver()`, `major`, `minor`, `patch`, `compareTo`, `isGreaterThan`,
 //! `isLessThan`); Kubernetes' lists (`isSorted`, `sum`, `min`, `max`, `indexOf`,
-//! `lastIndexOf`), IP, CIDR and URL libraries ([`super::cellib`]); two-variable
-//! comprehensions and optional values as the crate has them.
+//! `lastIndexOf`), IP, CIDR and URL libraries ([`super::cellib`]); cel-go's
+//! two-variable comprehensions (`all`, `exists`, `existsOne` with two variables,
+//! `transformList`, `transformMap`, `transformMapEntry`: macros here, bindings in the
+//! patched interpreter); optional values as the crate has them.
 //! cel-go's math extension is not in upstream's environment, and its `math.` functions
 //! are undeclared references here too.
 //!
@@ -66,6 +68,13 @@
 //!   `validate`) is not provided: a selector using it fails when evaluated
 //!   ("undeclared reference"), where upstream evaluates it. cel-go's `string.format`
 //!   is the crate's, whose compile-time validation of the format string is not done.
+//! * The type names of Kubernetes' types (`net.IP`, `net.CIDR`, `kubernetes.URL`,
+//!   for `type(x) == net.IP`) are not declared ("undeclared reference to 'net'").
+//! * Parse errors worded by other libraries: a quantity with a bad suffix ("10Mm":
+//!   upstream "unable to parse quantity's suffix") and quantities beyond what 128 bits
+//!   of nano-units hold (upstream parses them), and semantic versions (upstream quotes
+//!   blang/semver, e.g. "No Major.Minor.Patch elements found"; here the semver
+//!   crate's words). IP, CIDR and URL errors are Go's, word for word.
 //! * The crate's strings extension also has `reverse` on strings (cel-go's strings
 //!   version 3), which upstream's version 2 lacks (upstream: "found no matching overload
 //!   for 'reverse' applied to 'string.()'" when compiling).
