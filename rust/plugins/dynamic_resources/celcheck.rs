@@ -47,6 +47,10 @@ pub enum Ty {
     Map(Box<Ty>, Box<Ty>),
     Quantity,
     Semver,
+    /// Kubernetes' `net.IP`, `net.CIDR` and `kubernetes.URL`.
+    Ip,
+    Cidr,
+    Url,
     Device,
     /// Something already reported: no further errors about it.
     Error,
@@ -68,6 +72,9 @@ impl Ty {
             Ty::Map(k, v) => format!("map({}, {})", k.name(), v.name()),
             Ty::Quantity => "kubernetes.Quantity".into(),
             Ty::Semver => "kubernetes.Semver".into(),
+            Ty::Ip => "net.IP".into(),
+            Ty::Cidr => "net.CIDR".into(),
+            Ty::Url => "kubernetes.URL".into(),
             Ty::Device => "kubernetes.DRADevice".into(),
         }
     }
@@ -87,7 +94,55 @@ impl Ty {
             Ty::Bool | Ty::Int | Ty::Uint | Ty::Double | Ty::String | Ty::Bytes
         )
     }
+
+    /// Known well enough to reject an overload: not dynamic, not an attribute value,
+    /// nothing inside that is.
+    fn closed(&self) -> bool {
+        match self {
+            Ty::List(t) => t.closed(),
+            Ty::Map(k, v) => k.closed() && v.closed(),
+            Ty::Dyn | Ty::Any | Ty::Error | Ty::Null => false,
+            _ => true,
+        }
+    }
+
+    /// A type the homogeneous-literal check compares (cel-go's
+    /// `HomogeneousAggregateLiterals`): anything but the dynamic type, `null` and what
+    /// was already reported. An attribute value counts (`any`).
+    fn aggregable(&self) -> bool {
+        !matches!(self, Ty::Dyn | Ty::Error | Ty::Null)
+            && match self {
+                Ty::List(t) => t.aggregable() || **t == Ty::Dyn,
+                _ => true,
+            }
+    }
 }
+
+/// The member functions of cel-go's standard library, strings extension (version 2)
+/// and Kubernetes' regex library on a string target, with the arguments each overload
+/// takes: a call on a string (or on another known type) that matches none is
+/// cel-go's "found no matching overload".
+const STRING_MEMBERS: &[(&str, &[&[Ty]])] = &[
+    ("startsWith", &[&[Ty::String]]),
+    ("endsWith", &[&[Ty::String]]),
+    ("contains", &[&[Ty::String]]),
+    ("matches", &[&[Ty::String]]),
+    ("lowerAscii", &[&[]]),
+    ("upperAscii", &[&[]]),
+    ("trim", &[&[]]),
+    ("charAt", &[&[Ty::Int]]),
+    ("split", &[&[Ty::String], &[Ty::String, Ty::Int]]),
+    (
+        "replace",
+        &[
+            &[Ty::String, Ty::String],
+            &[Ty::String, Ty::String, Ty::Int],
+        ],
+    ),
+    ("substring", &[&[Ty::Int], &[Ty::Int, Ty::Int]]),
+    ("find", &[&[Ty::String]]),
+    ("findAll", &[&[Ty::String], &[Ty::String, Ty::Int]]),
+];
 
 /// One compile error at an expression.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,6 +154,9 @@ pub struct Issue {
 struct Checker {
     scopes: Vec<(String, Ty)>,
     issues: Vec<Issue>,
+    /// Inside a call whose literals are exempt from the homogeneity check (`format`,
+    /// `sets.contains`...), how deep.
+    exempt_depth: usize,
 }
 
 fn attributes_ty() -> Ty {
@@ -169,8 +227,22 @@ impl Checker {
             }
             Expr::List(list) => {
                 let mut elem: Option<Ty> = None;
+                // the first element's type, when the check applies (not dynamic)
+                let mut first: Option<Option<Ty>> = None;
+                let exempt = self.exempt_depth > 0;
                 for el in &list.elements {
                     let t = self.check(el);
+                    match &first {
+                        None => first = Some(t.aggregable().then(|| t.clone())),
+                        Some(Some(f)) if !exempt && t.aggregable() && *f != t => {
+                            let message =
+                                format!("expected type '{}' but found '{}'", f.name(), t.name());
+                            self.report(el.id, message);
+                            // one error per literal, at its first stray element
+                            first = Some(None);
+                        }
+                        _ => {}
+                    }
                     elem = Some(match elem {
                         None => t,
                         Some(prev) if prev == t => prev,
@@ -181,10 +253,32 @@ impl Checker {
             }
             Expr::Map(map) => {
                 let (mut key, mut value): (Option<Ty>, Option<Ty>) = (None, None);
+                let (mut first_key, mut first_value): (Option<Option<Ty>>, Option<Option<Ty>>) =
+                    (None, None);
                 for entry in &map.entries {
                     if let EntryExpr::MapEntry(me) = &entry.expr {
                         let k = self.check(&me.key);
                         let v = self.check(&me.value);
+                        for (first, t, at) in [
+                            (&mut first_key, &k, me.key.id),
+                            (&mut first_value, &v, me.value.id),
+                        ] {
+                            match first {
+                                None => *first = Some(t.aggregable().then(|| t.clone())),
+                                Some(Some(f))
+                                    if self.exempt_depth == 0 && t.aggregable() && f != t =>
+                                {
+                                    let message = format!(
+                                        "expected type '{}' but found '{}'",
+                                        f.name(),
+                                        t.name()
+                                    );
+                                    self.issues.push(Issue { id: at, message });
+                                    *first = Some(None);
+                                }
+                                _ => {}
+                            }
+                        }
                         key = Some(match key {
                             Some(p) if p != k => Ty::Dyn,
                             _ => k,
@@ -258,7 +352,16 @@ impl Checker {
             (Some(t), false) => Some(self.check(t)),
             _ => None,
         };
+        // cel-go exempts the literals inside `format` (strings extension) from the
+        // homogeneous-literal check
+        let exempt = name == "format";
+        if exempt {
+            self.exempt_depth += 1;
+        }
         let args: Vec<Ty> = call.args.iter().map(|a| self.check(a)).collect();
+        if exempt {
+            self.exempt_depth -= 1;
+        }
         if !namespaced && !is_operator(name) && !KNOWN_FUNCTIONS.contains(&name) {
             let bare = name.rsplit('.').next().unwrap_or(name);
             if !(name.contains('.') && KNOWN_FUNCTIONS.contains(&bare)) {
@@ -274,12 +377,26 @@ impl Checker {
                 _ => "",
             };
             // The namespaces of upstream's libraries (sets, strings.quote, lists.range,
-            // cel.bind, optional); any other is not declared there.
-            if !matches!(ns, "sets" | "strings" | "lists" | "cel" | "optional") {
-                return self.report(
-                    id,
-                    format!("undeclared reference to '{ns}.{name}' (in container '')"),
+            // cel.bind, optional, ip.isCanonical, format.named); any other is not
+            // declared there.
+            if !matches!(
+                ns,
+                "sets" | "strings" | "lists" | "cel" | "optional" | "ip" | "format"
+            ) {
+                // cel-go: the namespace is an undeclared identifier, and the function
+                // an undeclared one unless some library declares a function of its name
+                let target_id = call.target.as_deref().map_or(id, |t| t.id);
+                self.report(
+                    target_id,
+                    format!("undeclared reference to '{ns}' (in container '')"),
                 );
+                if !KNOWN_FUNCTIONS.contains(&name) {
+                    return self.report(
+                        id,
+                        format!("undeclared reference to '{name}' (in container '')"),
+                    );
+                }
+                return Ty::Error;
             }
             return Ty::Dyn;
         }
@@ -293,9 +410,77 @@ impl Checker {
                 ),
             )
         };
+        let member_error = |c: &mut Checker, t: &Ty, args: &[Ty]| {
+            let list: Vec<String> = args.iter().map(|t| t.name()).collect();
+            c.report(
+                id,
+                format!(
+                    "found no matching overload for '{name}' applied to '{}.({})'",
+                    t.name(),
+                    list.join(", ")
+                ),
+            )
+        };
+        if let Some(t) = target.as_ref().filter(|t| **t != Ty::Error) {
+            if let Some((_, overloads)) = STRING_MEMBERS.iter().find(|(n, _)| *n == name) {
+                // an open type (`dyn`, an attribute's `any`) is assignable to any
+                // parameter; the call fails when no overload takes what is known
+                let takes = |want: &Ty, got: &Ty| got.open() || want == got;
+                let fits = takes(&Ty::String, t)
+                    && overloads.iter().any(|o| {
+                        o.len() == args.len() && o.iter().zip(&args).all(|(w, g)| takes(w, g))
+                    });
+                if !fits && !args.contains(&Ty::Error) {
+                    return member_error(self, t, &args);
+                }
+            }
+            // cel-go's strings extension has `reverse` from version 3 on; upstream
+            // enables version 2, where only the lists extension's `reverse` exists
+            if name == "reverse" && t.closed() && !matches!(t, Ty::List(_)) {
+                return member_error(self, t, &args);
+            }
+        }
+        // Kubernetes' parsing functions take a string (`semver` and `isSemver` also a
+        // normalize flag)
+        if target.is_none()
+            && matches!(
+                name,
+                "quantity"
+                    | "isQuantity"
+                    | "semver"
+                    | "isSemver"
+                    | "ip"
+                    | "isIP"
+                    | "cidr"
+                    | "isCIDR"
+                    | "url"
+                    | "isURL"
+            )
+            && args.first().is_some_and(|a| a.closed() && *a != Ty::String)
+        {
+            let all: Vec<Ty> = args.clone();
+            let refs: Vec<&Ty> = all.iter().collect();
+            return overload_error(self, &refs);
+        }
         match (name, target.as_ref(), args.as_slice()) {
+            ("size", None, [a])
+                if a.closed()
+                    && !matches!(a, Ty::String | Ty::Bytes | Ty::List(_) | Ty::Map(..)) =>
+            {
+                overload_error(self, &[a])
+            }
+            ("size", Some(a), [])
+                if a.closed()
+                    && !matches!(a, Ty::String | Ty::Bytes | Ty::List(_) | Ty::Map(..)) =>
+            {
+                member_error(self, a, &[])
+            }
+            ("sum" | "min" | "max", Some(Ty::List(t)), []) => (**t).clone(),
+            ("isSorted", Some(Ty::List(_)), []) => Ty::Bool,
+            ("indexOf" | "lastIndexOf", Some(Ty::List(_)), [_]) => Ty::Int,
             ("_==_" | "_!=_", None, [a, b]) => {
-                if a.primitive() && b.primitive() && a != b && !(a.numeric() && b.numeric()) {
+                // cross-type numeric comparisons cover `<` and friends, not `==`
+                if a.primitive() && b.primitive() && a != b {
                     return overload_error(self, &[a, b]);
                 }
                 Ty::Bool
@@ -380,6 +565,9 @@ impl Checker {
             ("size", _, _) => Ty::Int,
             ("matches" | "startsWith" | "endsWith" | "contains", Some(_), _) => Ty::Bool,
             ("quantity", None, [_]) => Ty::Quantity,
+            ("ip", None, [_]) | ("ip", Some(Ty::Cidr), []) => Ty::Ip,
+            ("cidr", None, [_]) | ("masked", Some(Ty::Cidr), []) => Ty::Cidr,
+            ("url", None, [_]) => Ty::Url,
             ("semver", None, _) => Ty::Semver,
             ("isQuantity" | "isSemver", None, _) => Ty::Bool,
             (
@@ -536,6 +724,8 @@ const KNOWN_FUNCTIONS: &[&str] = &[
     "error",
     "fieldSelector",
     "labelSelector",
+    // two-variable comprehensions' map insertion (`cel.@mapInsert`, from the macros)
+    "@mapInsert",
     // ext.Sets, ext.Lists (version 3), two-variable comprehensions, optionals, bindings
     "equivalent",
     "intersects",
@@ -570,6 +760,7 @@ fn is_operator(name: &str) -> bool {
 /// The compile errors of a parsed selector and its result type.
 pub fn check(expr: &IdedExpr) -> (Ty, Vec<Issue>) {
     let mut c = Checker {
+        exempt_depth: 0,
         scopes: Vec::new(),
         issues: Vec::new(),
     };
