@@ -354,7 +354,13 @@ async def test_python_filter_rejecting_every_node_reports_its_reason():
             "deallocate, preemption: 0/2 nodes are available: 2 No preemption victims found "
             "for incoming pod."
         ]
-        info = next(iter(sched.queue._unschedulable.values()))
+        # The echo of the PodScheduled=False write wakes OnlyNode (registered for every
+        # event, as a plugin without EventsToRegister is upstream): unschedulable or
+        # already back in backoff, the pod keeps its rejector.
+        q = sched.queue
+        queued = {**q._unschedulable, **q._backoff_uids, **q._active_uids}
+        queued.update({uid: flying[0] for uid, flying in q._in_flight.items()})
+        (info,) = queued.values()
         assert info.unschedulable_plugins == {"OnlyNode"}
 
 
