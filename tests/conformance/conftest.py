@@ -8,19 +8,22 @@ tests, these tests are skipped when ``KSCHED_SKIP_INTEGRATION`` is set (no Go to
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.conformance.upstream import Upstream, binary
 
 
-@pytest.fixture(scope="session")
-def upstream(request: pytest.FixtureRequest) -> Iterator[Upstream]:
-    if os.environ.get("KSCHED_SKIP_INTEGRATION", "") not in ("", "0") and not os.environ.get(
-        "KSCHED_CONFORMANCE_BIN"
-    ):
-        pytest.skip("KSCHED_SKIP_INTEGRATION is set: no ksched-conformance binary")
+def started_harness(
+    request: pytest.FixtureRequest, binary: Callable[[], Path], env: str
+) -> Iterator[Upstream]:
+    """A harness process from ``binary()`` (built on first use, its progress shown
+    rather than captured), skipped under ``KSCHED_SKIP_INTEGRATION`` unless ``env``
+    names a binary."""
+    if os.environ.get("KSCHED_SKIP_INTEGRATION", "") not in ("", "0") and not os.environ.get(env):
+        pytest.skip(f"KSCHED_SKIP_INTEGRATION is set and {env} is not: no harness binary")
     capman = request.config.pluginmanager.getplugin("capturemanager")
     if capman is not None:
         with capman.global_and_fixture_disabled():
@@ -29,3 +32,8 @@ def upstream(request: pytest.FixtureRequest) -> Iterator[Upstream]:
         path = binary()
     with Upstream(path) as up:
         yield up
+
+
+@pytest.fixture(scope="session")
+def upstream(request: pytest.FixtureRequest) -> Iterator[Upstream]:
+    yield from started_harness(request, binary, "KSCHED_CONFORMANCE_BIN")

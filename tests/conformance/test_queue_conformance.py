@@ -6,7 +6,6 @@ events (:mod:`tests.conformance.queue`). ``python -m tests.conformance.queue --c
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections import Counter
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from ksched.backend.queue.cluster_event import NODE, ActionType
 from ksched.framework.profile import default_profile
 from ksched.scheduler import Scheduler
 from ksched.sim import InMemoryCluster
+from tests.conformance.conftest import started_harness
 from tests.conformance.queue import PROFILE, binary, compare, first_difference, generate
 from tests.conformance.upstream import Upstream
 
@@ -26,18 +26,7 @@ CASES = 1000
 
 @pytest.fixture(scope="module")
 def queue_upstream(request: pytest.FixtureRequest) -> Iterator[Upstream]:
-    if os.environ.get("KSCHED_SKIP_INTEGRATION", "") not in ("", "0") and not os.environ.get(
-        "KSCHED_QUEUE_CONFORMANCE_BIN"
-    ):
-        pytest.skip("KSCHED_SKIP_INTEGRATION is set: no ksched-queue-conformance binary")
-    capman = request.config.pluginmanager.getplugin("capturemanager")
-    if capman is not None:
-        with capman.global_and_fixture_disabled():
-            path = binary()
-    else:
-        path = binary()
-    with Upstream(path) as up:
-        yield up
+    yield from started_harness(request, binary, "KSCHED_QUEUE_CONFORMANCE_BIN")
 
 
 def test_seeded_cases_put_the_pod_where_upstreams_queue_does(queue_upstream: Upstream) -> None:
