@@ -94,7 +94,7 @@ class Checker:
         ks = production.run(
             up["objects"], case.get("config"), case["pod"], SEED, case.get("featureGates")
         )
-        cmp = compare(up, ks)
+        cmp = compare(up, ks, case.get("config"))
         normalized: frozenset[str] = frozenset()
         differs = set(cmp.differences)
         if differs and differs <= PREEMPTION_ASPECTS:
@@ -116,7 +116,7 @@ class Checker:
                 self._reruns = Upstream(self.upstream.path)
             for _ in range(REPEATS):
                 again = self._reruns.one({**case, "echo": False})
-                if compare(again, ks).agrees:
+                if compare(again, ks, case.get("config")).agrees:
                     normalized = frozenset(differs)
                     cmp.differences.clear()
                     break

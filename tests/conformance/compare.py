@@ -25,7 +25,10 @@ Aspects (each agrees or not, with a readable detail when not):
   calls of preemption's dry run. The Filter counts are compared only when upstream's
   node search was exhaustive: a search that stops at the first feasible nodes found in
   parallel (no Score plugin) or is cancelled by a Filter error calls Filter on as many
-  nodes as its goroutines reached.
+  nodes as its goroutines reached. Nor are they when preemption's dry run could stop
+  before it had tried every potential node (fewer candidates wanted than nodes that
+  removing pods may help): upstream's ``DryRunPreemption`` checks nodes in parallel and
+  cancels once it has enough candidates, so how many more it tried is goroutine timing.
 
 Upstream's random choices are normalized, not counted (the README lists them):
 
@@ -159,6 +162,29 @@ def _exhaustive(up: Obj, ks_filters: dict[str, Obj | None], chosen: str | None) 
     return not (chosen is not None and not up["scores"] and feasible > 1 and len(examined) > 1)
 
 
+def _dry_run_may_stop_early(up: Obj, config: Obj | None) -> bool:
+    """Whether upstream's preemption dry run wanted fewer candidates than it had
+    potential nodes (``DefaultPreemption``'s ``calculateNumCandidates`` over the nodes
+    the diagnosis rejects as Unschedulable), so that it may have stopped early."""
+    if up.get("postFilter") is None:
+        return False
+    diagnosis = (up.get("failure") or {}).get("diagnosis") or {}
+    nodes: dict[str, Obj] = diagnosis.get("nodes") or {}
+    potential = sum(1 for s in nodes.values() if s.get("code") == "Unschedulable")
+    if (diagnosis.get("absent") or {}).get("code") == "Unschedulable":
+        potential += int(diagnosis.get("numAllNodes") or 0) - len(nodes)
+    args: Obj = {}
+    for profile in (config or {}).get("profiles") or [{}]:
+        if profile.get("schedulerName", "default-scheduler") != up.get("profile"):
+            continue
+        for pc in profile.get("pluginConfig") or []:
+            if pc.get("name") == "DefaultPreemption":
+                args = pc.get("args") or {}
+    wanted = potential * int(args.get("minCandidateNodesPercentage", 10)) // 100
+    wanted = min(potential, max(wanted, int(args.get("minCandidateNodesAbsolute", 100))))
+    return wanted < potential
+
+
 def _compare_evaluations(out: Comparison, up: Obj, ks: Obj, *, examined_all: bool) -> None:
     want: dict[str, float] | None = up.get("pluginEvaluations")
     got: dict[str, float] | None = ks.get("pluginEvaluations")
@@ -170,8 +196,9 @@ def _compare_evaluations(out: Comparison, up: Obj, ks: Obj, *, examined_all: boo
     out.check("evaluations", dict(sorted(want.items())), dict(sorted(got.items())))
 
 
-def compare(up: Obj, ks: Obj) -> Comparison:
-    """Compare the Go harness's result ``up`` with ksched's report ``ks``."""
+def compare(up: Obj, ks: Obj, config: Obj | None = None) -> Comparison:
+    """Compare the Go harness's result ``up`` with ksched's report ``ks`` (``config``:
+    the case's KubeSchedulerConfiguration, None for the defaults)."""
     out = Comparison()
     if ks.get("error"):
         out.fail("runs", f"ksched: {ks['error']}")
@@ -264,7 +291,10 @@ def compare(up: Obj, ks: Obj) -> Comparison:
             "nomination", up.get("nominatedNodeName") or "", ks.get("nominatedNodeName") or ""
         )
     out.check("victims", sorted(up.get("deleted") or []), sorted(ks.get("deleted") or []))
-    _compare_evaluations(out, up, ks, examined_all=_exhaustive(up, ks_filters, up_chosen))
+    examined_all = _exhaustive(up, ks_filters, up_chosen) and not _dry_run_may_stop_early(
+        up, config
+    )
+    _compare_evaluations(out, up, ks, examined_all=examined_all)
     if diagnosis is not None:
         out.check(
             "rejectors",

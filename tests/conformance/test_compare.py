@@ -171,3 +171,48 @@ def test_a_binding_left_pending_on_one_side_only_disagrees() -> None:
     up = report(bindingPending=True)
     assert differences(up, ksched(up)) == {}
     assert "message" in differences(up, ksched(up, bindingPending=False))
+
+
+def _preempting(potential: int) -> Obj:
+    """A failed cycle whose diagnosis leaves ``potential`` nodes for preemption's dry run
+    (Unschedulable) and one it cannot help (UnschedulableAndUnresolvable)."""
+    nodes = {f"n{i}": status(FIT, "Too many pods") for i in range(potential)}
+    nodes["x"] = status("NodeName", "node(s) didn't match", code="UnschedulableAndUnresolvable")
+    return report(
+        examined=sorted(nodes),
+        filters=nodes,
+        scores=[],
+        chosen=None,
+        postFilter={"message": "", "nominatedNode": "n0", "status": None},
+        failure={
+            "code": "Unschedulable",
+            "diagnosis": {"nodes": nodes, "numAllNodes": len(nodes), "absent": None},
+        },
+        profile="default-scheduler",
+        pluginEvaluations={"Filter/NodeResourcesFit": 2 * potential, "PreFilter/NodeName": 1},
+    )
+
+
+def _min_candidates(absolute: int) -> Obj:
+    args = {"minCandidateNodesAbsolute": absolute, "minCandidateNodesPercentage": 10}
+    return {"profiles": [{"pluginConfig": [{"name": "DefaultPreemption", "args": args}]}]}
+
+
+@pytest.mark.parametrize(
+    ("config", "filters_compared"),
+    [
+        # 100 candidates wanted (the default) out of 2 potential nodes: it tries both.
+        pytest.param(None, True, id="defaults-every-potential-node-is-tried"),
+        pytest.param(_min_candidates(2), True, id="as-many-wanted-as-potential-nodes"),
+        # 1 wanted of 2: the parallel dry run cancels after the first, at a time of its own.
+        pytest.param(_min_candidates(1), False, id="fewer-wanted-than-potential-nodes"),
+    ],
+)
+def test_dry_run_filter_counts_are_compared_only_when_it_tries_every_potential_node(
+    config: Obj | None, filters_compared: bool
+) -> None:
+    up = _preempting(2)
+    ks = ksched(up, pluginEvaluations={"Filter/NodeResourcesFit": 3, "PreFilter/NodeName": 1})
+    assert ("evaluations" in compare(up, ks, config).differences) is filters_compared
+    ks["pluginEvaluations"]["PreFilter/NodeName"] = 2
+    assert "evaluations" in compare(up, ks, config).differences
