@@ -919,15 +919,18 @@ def schedule_batch(
     began = _perf()
     results = snapshot.schedule_batch([i.compiled for i in infos], fw.profile.kernels)
     share = (_perf() - began) / len(infos)
-    attempts = sched.metrics.batch_attempts
-    attempts.inc((fw.name, "no_hint"))
-    attempts.inc((fw.name, "hint_used"), float(len(infos) - 1))
     all_placed = True
+    used = len(infos)
     for k, (info, result) in enumerate(zip(infos, results, strict=True)):
         all_placed = schedule_one(sched, info, result, share) and all_placed
         if left is not None and sched.nomination_writes and k + 1 < len(infos):
             left.extend(infos[k + 1 :])
+            used = k + 1
             break
+    attempts = sched.metrics.batch_attempts
+    attempts.inc((fw.name, "no_hint"))
+    if used > 1:
+        attempts.inc((fw.name, "hint_used"), float(used - 1))
     return all_placed
 
 

@@ -1038,7 +1038,7 @@ class Scheduler:
                 if rest.deleted or self._stopping.is_set():
                     self.queue.done(rest.uid)  # gone meanwhile, or no more cycles
                     continue
-                schedule_one(self, rest)
+                schedule_batch(self, [rest])  # a cycle of its own (a batch of one)
         else:
             schedule_one(self, info)
 
