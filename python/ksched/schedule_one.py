@@ -889,10 +889,18 @@ def batchable(sched: Scheduler, info: QueuedPodInfo) -> bool:
     )
 
 
-def schedule_batch(sched: Scheduler, infos: list[QueuedPodInfo]) -> bool:
+def schedule_batch(
+    sched: Scheduler, infos: list[QueuedPodInfo], left: list[QueuedPodInfo] | None = None
+) -> bool:
     """Place pods of one scheduling signature with one Rust call, then finish each
     pod's cycle in order exactly as :func:`schedule_one` would. False when some pod
     fit no node.
+
+    With ``left``, a member whose preemption nominated a node ends the batch: the
+    members after it are put in ``left``, unscheduled, for the caller to schedule one
+    by one once the nomination is written (:attr:`Scheduler.nomination_writes`), each
+    with a cycle of its own on the snapshot as it then is (as upstream's next cycles
+    would be: its failure handler writes the nomination before the next cycle).
 
     Contract of ``Snapshot.schedule_batch(pods, profile) -> list[ScheduleResult]``: it
     places the pods in order as successive ``schedule`` calls would (same sampling start
@@ -911,12 +919,18 @@ def schedule_batch(sched: Scheduler, infos: list[QueuedPodInfo]) -> bool:
     began = _perf()
     results = snapshot.schedule_batch([i.compiled for i in infos], fw.profile.kernels)
     share = (_perf() - began) / len(infos)
+    all_placed = True
+    used = len(infos)
+    for k, (info, result) in enumerate(zip(infos, results, strict=True)):
+        all_placed = schedule_one(sched, info, result, share) and all_placed
+        if left is not None and sched.nomination_writes and k + 1 < len(infos):
+            left.extend(infos[k + 1 :])
+            used = k + 1
+            break
     attempts = sched.metrics.batch_attempts
     attempts.inc((fw.name, "no_hint"))
-    attempts.inc((fw.name, "hint_used"), float(len(infos) - 1))
-    all_placed = True
-    for info, result in zip(infos, results, strict=True):
-        all_placed = schedule_one(sched, info, result, share) and all_placed
+    if used > 1:
+        attempts.inc((fw.name, "hint_used"), float(used - 1))
     return all_placed
 
 
@@ -1001,6 +1015,15 @@ def handle_scheduling_failure(
         current=current,
         nominating=nominating,
     )
+    if nominating:
+        # A preemption nominated the pod: the scheduling loop starts the next cycle
+        # once the nomination is written (upstream's synchronous updatePod).
+        task = sched.pod_status_tasks.get(pod.key)
+        if task is not None and not task.done():
+            writes = sched.nomination_writes
+            if len(writes) >= 64:  # no loop drains them (cycles driven by hand)
+                writes[:] = [t for t in writes if not t.done()]
+            writes.append(task)
 
 
 def _now_rfc3339() -> str:

@@ -30,7 +30,10 @@ PostFilter runs when no node fits the pod (upstream ``Evaluator.Preempt``):
    it); in a background task lower-priority pods nominated to that node lose their
    nomination, each victim gets the ``DisruptionTarget`` condition and is deleted (a
    victim waiting at Permit is rejected instead), and a ``Preempted`` event is recorded.
-   The scheduling loop never waits for those calls.
+   The scheduling loop never waits for those calls; it waits for the preemptor's own
+   status patch (the nomination) before the next cycle, as upstream's failure handler
+   does (:mod:`ksched.scheduler`), so the next preemptor's dry run sees the deletions
+   of the preemptions before it about as soon as upstream's does.
 
 PreEnqueue keeps the preemptor out of activeQ while its victims are being deleted
 ("waiting for the preemption for this pod to be finished"); the deletions of the
@@ -968,7 +971,13 @@ class DefaultPreemption:
                         patch={"status": {"conditions": [condition]}},
                     )
                 except NotFound:
-                    return  # already deleted
+                    log.v(2).info(
+                        "Victim Pod is already deleted",
+                        preemptor=logs.kobj(preemptor),
+                        victim=logs.kobj(victim),
+                        node=node,
+                    )
+                    return  # no event, as upstream's PreemptPod
             try:
                 await h.api.delete_pod(namespace=victim.namespace, name=victim.name, uid=victim.uid)
             except (NotFound, Conflict):
