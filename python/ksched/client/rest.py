@@ -17,6 +17,10 @@ Retries follow client-go's ``rest.Request``: a ``429`` or ``5xx`` answer that ca
 ``Retry-After`` is retried after that many seconds (at most :data:`MAX_RETRIES` times,
 any verb); a GET whose connection was reset or closed early is retried (writes are not:
 they may have happened); a ``401`` re-reads expiring credentials once and retries.
+A connection that could not be opened because uvloop still maps the new socket's file
+descriptor to a closed transport (``RuntimeError: File descriptor N is used by
+transport``, MagicStack/uvloop#653, raised while connecting, before anything is sent)
+is a connection error like any other, and is retried for every verb.
 
 Write guard (fencing). :attr:`RestClient.write_guard`, when set, is called with the
 method and path of every request that is not a GET, at the last moment aiohttp offers:
@@ -143,6 +147,12 @@ def _retry_after(resp: aiohttp.ClientResponse) -> float | None:
     except ValueError:
         return None
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
+def _fd_still_mapped(exc: BaseException) -> bool:
+    """uvloop's "File descriptor N is used by transport" while opening a connection: the
+    request was not sent (uvloop#653: a transport of a cancelled connect keeps the fd)."""
+    return isinstance(exc, RuntimeError) and "is used by transport" in str(exc)
 
 
 def _connection_broke(exc: BaseException) -> bool:
@@ -348,6 +358,16 @@ class RestClient:
                 raise guarded from None
             except TimeoutError as exc:
                 raise TimeoutError(f"{method} {path}: timed out") from exc
+            except RuntimeError as exc:
+                if not _fd_still_mapped(exc):
+                    raise
+                if broken < GET_CONNECTION_RETRIES:
+                    broken += 1
+                    self.retries += 1
+                    REST_METRICS.retried(method, self.metrics_host, "<error>")
+                    await asyncio.sleep(0.1 * 2**broken)
+                    continue
+                raise connection_error(method, path, exc) from exc
             except (aiohttp.ClientError, OSError) as exc:
                 guarded = _guard_error(exc)
                 if guarded is not None:
@@ -505,6 +525,10 @@ class RestClient:
                 yield resp.content
         except TimeoutError as exc:
             raise TimeoutError(f"GET {path}: no data for {read_timeout:.0f}s") from exc
+        except RuntimeError as exc:
+            if not _fd_still_mapped(exc):
+                raise
+            raise connection_error("GET", path, exc) from exc
         except (aiohttp.ClientError, OSError) as exc:
             if isinstance(exc, APIError):
                 raise

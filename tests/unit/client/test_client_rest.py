@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import aiohttp
 import orjson
 import pytest
 from aiohttp import web
@@ -168,6 +169,49 @@ async def test_a_broken_get_is_retried_but_a_broken_write_is_not(
             await c.request("POST", "/pods/p/binding", body=b"{}")
     assert exc.value.status == 0 and exc.value.reason == "ConnectionError"
     assert len(srv.requests) == 1  # the binding may have happened: never repeated
+
+
+async def test_a_connect_refused_by_uvloops_fd_reuse_is_retried_for_every_verb(
+    server: tuple[Server, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uvloop#653: opening a connection can raise ``RuntimeError: File descriptor N is
+    used by transport`` before anything is sent. A write is then safe to repeat; when it
+    persists, the caller gets a connection error, never a bare RuntimeError."""
+    srv, host = server
+    real = aiohttp.TCPConnector._create_connection
+    failures = {"left": 2}
+
+    async def flaky(self: aiohttp.TCPConnector, *args: Any, **kwargs: Any) -> Any:
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise RuntimeError(
+                "File descriptor 14 is used by transport <TCPTransport closed=False>"
+            )
+        return await real(self, *args, **kwargs)
+
+    monkeypatch.setattr(aiohttp.TCPConnector, "_create_connection", flaky)
+    async with client(host) as c:
+        assert orjson.loads(await c.request("POST", "/pods/p/binding", body=b"{}")) == {}
+    assert [m for m, _, _ in srv.requests] == ["POST"]  # sent once, after two failed connects
+
+    failures["left"] = 100
+    srv.requests.clear()
+    async with client(host) as c:
+        with pytest.raises(APIError) as exc:
+            await c.request("PATCH", "/pods/p/status", body=b"{}")
+    assert exc.value.status == 0 and exc.value.reason == "ConnectionError"
+    assert "is used by transport" in exc.value.message and srv.requests == []
+
+    async with client(host) as c:
+        monkeypatch.setattr(aiohttp.TCPConnector, "_create_connection", real)
+        failures["left"] = 0
+        with pytest.raises(RuntimeError, match="another"):
+            # Any other RuntimeError is a bug, not a connection failure: it is not hidden.
+            async def broken(self: aiohttp.TCPConnector, *args: Any, **kwargs: Any) -> Any:
+                raise RuntimeError("another")
+
+            monkeypatch.setattr(aiohttp.TCPConnector, "_create_connection", broken)
+            await c.request("GET", "/x")
 
 
 async def test_watch_stream_with_chunks_bookmarks_and_a_410(server: tuple[Server, str]) -> None:
