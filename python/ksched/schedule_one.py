@@ -140,10 +140,12 @@ def _place(
     if fw.python_placement:
         return _place_with_python_plugins(sched, fw, info, state)
     if placed is None:
-        result = sched.cache.snapshot.schedule(info.compiled, fw.profile.kernels)
+        # The core adds the attempt's plugin evaluations to the framework's counts.
+        result = sched.cache.snapshot.schedule(
+            info.compiled, fw.profile.kernels, counts=fw.eval_counts
+        )
     else:
-        result = placed
-    fw.record_evaluations(result)
+        result = placed  # counted by the batched call
     node = result.node
     if node is not None:
         return node, None, result
@@ -909,7 +911,10 @@ def schedule_batch(sched: Scheduler, infos: list[QueuedPodInfo]) -> bool:
     fw = sched.frameworks[infos[0].pod.scheduler_name]
     snapshot: Any = sched.cache.snapshot
     began = _perf()
-    results = snapshot.schedule_batch([i.compiled for i in infos], fw.profile.kernels)
+    # The pods share a signature, so one framework view (``for_pod``) places them all:
+    # the core adds their plugin evaluations to its counts.
+    counts = fw.for_pod(infos[0].pod).eval_counts
+    results = snapshot.schedule_batch([i.compiled for i in infos], fw.profile.kernels, counts)
     share = (_perf() - began) / len(infos)
     attempts = sched.metrics.batch_attempts
     attempts.inc((fw.name, "no_hint"))

@@ -23,9 +23,12 @@ Rules carried over from upstream ``framework.go``:
 * ``scheduler_plugin_evaluation_total`` (upstream ``instrumented_plugins.go``): every
   plugin enabled at PreFilter, Filter, PreScore or Score has its series from the
   framework's creation on; a PreFilter or PreScore call that does not return Skip counts
-  one, a Filter or Score call one per node. The Rust core's counts come with its result
-  (:meth:`Framework.record_evaluations`, once per attempt); the Python plugins' are
-  counted as they are called.
+  one, a Filter or Score call one per node. An attempt without Python placement plugins
+  hands the Rust call the framework's ``eval_counts``, which the core adds the attempt's
+  counts to (read at scrape time; no Python work per attempt); an attempt that runs
+  Python plugins takes the core's counts from its result
+  (:meth:`Framework.record_evaluations`, which applies where the Python plugins stopped
+  the attempt), and the Python plugins' are counted as they are called.
 """
 
 from __future__ import annotations
@@ -370,6 +373,10 @@ class Framework:
         evaluated = evaluated_plugins(profile, self.points)
         for plugin, point in evaluated:
             self._evals.setdefault((plugin, point, self.name), 0.0)
+        #: The Rust totals of the attempts this framework's scheduling calls count
+        #: (``counts=``), read by the metric at scrape time.
+        self.eval_counts = _core.EvaluationCounts()
+        self.metrics.plugin_evaluation.add_source(self.name, self.eval_counts)
         #: The PreFilter plugins' places in the profile's PreFilter order.
         self._pre_filter_rank = {
             plugin: i
@@ -412,6 +419,11 @@ class Framework:
             )
             view.python_placement = view.has_python_placement
             view._ignored_scores = tuple(p.name for p in self.points.score if id(p) in gone)
+            # The view's attempts also count the Score of the plugins it leaves out.
+            view.eval_counts = _core.EvaluationCounts()
+            self.metrics.plugin_evaluation.add_source(
+                self.name, view.eval_counts, view._ignored_scores
+            )
             view._always_reserve = view._has_unconditional_reserve()
             self._without_ignoring = view
 

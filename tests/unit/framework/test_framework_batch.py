@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ksched._core import CompiledPod, Profile, ScheduleResult, Snapshot
+from ksched._core import CompiledPod, EvaluationCounts, Profile, ScheduleResult, Snapshot
 from ksched.framework.profile import default_profile
 from ksched.scheduler import Scheduler
 from ksched.sim import InMemoryCluster
@@ -27,9 +27,11 @@ class CountingSnapshot:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
 
-    def schedule_batch(self, pods: list[CompiledPod], profile: Profile) -> list[ScheduleResult]:
+    def schedule_batch(
+        self, pods: list[CompiledPod], profile: Profile, counts: EvaluationCounts | None = None
+    ) -> list[ScheduleResult]:
         self.batches.append(len(pods))
-        return self._real.schedule_batch(pods, profile)
+        return self._real.schedule_batch(pods, profile, counts)
 
 
 def build_cluster() -> InMemoryCluster:
@@ -43,7 +45,10 @@ def build_cluster() -> InMemoryCluster:
     return c
 
 
-async def run(batch_size: int) -> tuple[dict[str, str | None], list[int]]:
+Run = tuple[dict[str, str | None], list[int], dict[tuple[str, ...], float]]
+
+
+async def run(batch_size: int) -> Run:
     c = build_cluster()
     sched = Scheduler(c, {"default-scheduler": default_profile()}, seed=7, batch_size=batch_size)
     wrapper = CountingSnapshot(sched.cache.snapshot)
@@ -59,14 +64,17 @@ async def run(batch_size: int) -> tuple[dict[str, str | None], list[int]]:
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     placement = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in c.objects("pods")}
-    return placement, wrapper.batches
+    return placement, wrapper.batches, sched.metrics.plugin_evaluation.totals()
 
 
 @pytest.mark.parametrize("batch_size", [4, 16])
 async def test_batching_places_pods_exactly_as_one_by_one(batch_size: int):
-    one_by_one, _ = await run(1)
-    batched, batches = await run(batch_size)
+    one_by_one, _, evaluations = await run(1)
+    batched, batches, batched_evaluations = await run(batch_size)
     assert batched == one_by_one
+    # scheduler_plugin_evaluation_total counts the same attempts.
+    assert batched_evaluations == evaluations
+    assert evaluations[("NodeResourcesFit", "Filter", "default-scheduler")] >= 60 * 12
     assert batches and max(batches) > 1  # batches really happened
     assert max(batches) <= batch_size
 
