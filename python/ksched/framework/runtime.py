@@ -366,6 +366,9 @@ class Framework:
             for p in self.points.score
         }
         self._success_series: dict[str, HistogramSeries] = {}
+        #: For :meth:`skip_pre_bind`: the PreBind plugin list it was worked out for, their
+        #: names and the ``PreBindPreFlight``/``Skip`` series.
+        self._skipped_pre_bind: tuple[list[Any], frozenset[str], HistogramSeries] | None = None
         #: ``scheduler_plugin_evaluation_total``'s values, as this framework took them
         #: (a reset of the metrics leaves it counting into this dict, as upstream's
         #: framework keeps its children after a Reset of the vector).
@@ -998,11 +1001,18 @@ class Framework:
         asking each plugin again."""
         clock = self._clock
         start = clock()
-        state.skip_pre_bind_plugins = frozenset(p.name for p in self.points.pre_bind)
+        kept = self._skipped_pre_bind
+        if kept is None or kept[0] is not self.points.pre_bind:
+            names = frozenset(p.name for p in self.points.pre_bind)
+            series = self.metrics.framework_extension_point_duration.child(
+                ("PreBindPreFlight", Code.SKIP.value, self.name)
+            )
+            kept = self._skipped_pre_bind = (self.points.pre_bind, names, series)
+        state.skip_pre_bind_plugins = kept[1]
         state.parallel_pre_bind_plugins = frozenset()
         took = clock() - start
-        self.observe("PreBindPreFlight", Code.SKIP, took)
-        self.observe("PreBind", Code.SUCCESS, took)
+        kept[2].observe(took)
+        self._success("PreBind").observe(took)
 
     def _pre_bind_groups(self, state: CycleState, pod: Pod) -> list[list[Any]]:
         """upstream ``getPreBindPluginGroups``: the PreBind plugins to run, in order,
