@@ -12,7 +12,10 @@
 //! All per-pod work (resolving strings to ids, counting pods per topology domain, ...) is
 //! done once in [`Snapshot::prefilter`]; the per-node kernels only read that state.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+use pyo3::prelude::*;
 
 use ahash::AHashMap;
 use rand::Rng;
@@ -112,6 +115,79 @@ impl Evals {
             }
         }
         out
+    }
+}
+
+/// Running totals of [`Evals`] for one framework (upstream's
+/// `scheduler_plugin_evaluation_total` children of one profile), added by the
+/// scheduling calls that are given them, read by the metrics at scrape time: the
+/// scheduling loop does no per-attempt Python work for the metric. Atomic so that a
+/// call adds to them with the GIL released; the adds happen once per call, not per node.
+#[pyclass(module = "ksched._core", frozen)]
+pub struct EvaluationCounts {
+    scored: AtomicU64,
+    /// PreFilter, Filter, PreScore, Score, each indexed by [`Plugin`].
+    counts: [[AtomicU64; PLUGINS]; 4],
+}
+
+/// [`EvaluationCounts`]' extension points, as upstream labels them.
+const EVALUATED_POINTS: [&str; 4] = ["PreFilter", "Filter", "PreScore", "Score"];
+
+impl Default for EvaluationCounts {
+    fn default() -> Self {
+        EvaluationCounts {
+            scored: AtomicU64::new(0),
+            counts: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+        }
+    }
+}
+
+impl EvaluationCounts {
+    /// Add one call's evaluations.
+    pub fn add(&self, e: &Evals) {
+        if e.scored != 0 {
+            self.scored
+                .fetch_add(u64::from(e.scored), Ordering::Relaxed);
+        }
+        for (totals, counts) in
+            self.counts
+                .iter()
+                .zip([&e.pre_filter, &e.filter, &e.pre_score, &e.score])
+        {
+            for (t, &n) in totals.iter().zip(counts) {
+                if n != 0 {
+                    t.fetch_add(u64::from(n), Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl EvaluationCounts {
+    #[new]
+    fn py_new() -> Self {
+        EvaluationCounts::default()
+    }
+
+    /// `(plugin, extension point, count)` of the non-zero totals.
+    fn counts(&self) -> Vec<(&'static str, &'static str, u64)> {
+        let mut out = Vec::new();
+        for (point, totals) in EVALUATED_POINTS.iter().zip(&self.counts) {
+            for (i, t) in totals.iter().enumerate() {
+                let n = t.load(Ordering::Relaxed);
+                if n != 0 {
+                    out.push((Plugin::ALL[i].name(), *point, n));
+                }
+            }
+        }
+        out
+    }
+
+    /// How many nodes the counted attempts scored, in all.
+    #[getter]
+    fn scored(&self) -> u64 {
+        self.scored.load(Ordering::Relaxed)
     }
 }
 

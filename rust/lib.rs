@@ -23,6 +23,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<snapshot::Snapshot>()?;
     m.add_class::<snapshot::py::ScheduleResult>()?;
     m.add_class::<gang::GangResult>()?;
+    m.add_class::<cycle::EvaluationCounts>()?;
     m.add_class::<preemption::PreemptionDryRun>()?;
     m.add_class::<explain::AttemptTrace>()?;
     m.add_class::<explain::AttemptState>()?;

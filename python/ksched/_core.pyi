@@ -20,6 +20,7 @@ __all__ = [
     "CompiledPod",
     "DraAllocator",
     "DraDevices",
+    "EvaluationCounts",
     "GangResult",
     "NodeVolumeLimitsRequest",
     "PreemptionDryRun",
@@ -285,6 +286,19 @@ class DraAllocator:
     def num_claims(self) -> int: ...
 
 @final
+class EvaluationCounts:
+    """Running totals of ``scheduler_plugin_evaluation_total`` for one framework: the
+    scheduling calls given them (``counts=``) add their attempts' plugin evaluations;
+    the metrics read them at scrape time."""
+
+    def __new__(cls) -> EvaluationCounts: ...
+    def counts(self) -> list[tuple[str, str, int]]:
+        """``(plugin, extension point, count)`` of the non-zero totals."""
+    @property
+    def scored(self) -> int:
+        """How many nodes the counted attempts scored, in all."""
+
+@final
 class GangResult:
     """The outcome of :meth:`Snapshot.schedule_gang`."""
 
@@ -445,10 +459,12 @@ class Snapshot:
         explain: bool = False,
         use_nomination: bool = True,
         dra: DraAllocator | None = None,
+        counts: EvaluationCounts | None = None,
     ) -> ScheduleResult:
         """One attempt; a pod with ``status.nominatedNodeName`` is tried on that node
         first (unless ``use_nomination`` is false) and placed there when it fits.
-        ``dra`` (DynamicResources' Filter) runs on each node after the built-in filters."""
+        ``dra`` (DynamicResources' Filter) runs on each node after the built-in filters.
+        With ``counts``, the attempt's plugin evaluations are added to them."""
     def explain_attempt(
         self,
         pod: CompiledPod,
@@ -465,9 +481,12 @@ class Snapshot:
         """The start index and random state the next attempt begins from."""
     def restore_attempt_state(self, state: AttemptState) -> None:
         """Put back a state saved by ``attempt_state``."""
-    def schedule_batch(self, pods: list[CompiledPod], profile: Profile) -> list[ScheduleResult]:
+    def schedule_batch(
+        self, pods: list[CompiledPod], profile: Profile, counts: EvaluationCounts | None = None
+    ) -> list[ScheduleResult]:
         """Place pods in order as successive ``schedule`` calls would (each placed pod
-        accounted before the next); accounting is undone before returning."""
+        accounted before the next); accounting is undone before returning. With
+        ``counts``, every attempt's plugin evaluations are added to them."""
     def schedule_gang(
         self,
         pods: list[CompiledPod],
@@ -495,10 +514,12 @@ class Snapshot:
         pdbs: list[tuple[str, dict[str, Any] | None, int, list[str]]],
         now: float,
         dra: DraAllocator | None = None,
+        counts: EvaluationCounts | None = None,
     ) -> PreemptionDryRun:
         """DefaultPreemption's dry run over the potential nodes (a failed result's
         resolvable rejections, or names) from ``offset``; the snapshot is unchanged.
-        ``dra`` is the attempt's DynamicResources Filter."""
+        ``dra`` is the attempt's DynamicResources Filter; with ``counts``, its Filter
+        evaluations are added to them."""
     def pick_one_node_for_preemption(
         self, candidates: list[tuple[str, list[str], int]], now: float
     ) -> int | None:

@@ -28,10 +28,12 @@ Metric names and labels (upstream ``pkg/scheduler/metrics``):
 * ``scheduler_plugin_evaluation_total{plugin,extension_point,profile}`` (PreFilter,
   Filter, PreScore, Score): upstream's instrumented plugins count a PreFilter or PreScore
   call that did not return Skip, and a Filter or Score call per node. The Rust core
-  returns one attempt's counts (a fixed array per extension point,
-  ``ScheduleResult.plugin_evaluations``), added here once per attempt; every plugin
-  enabled at those points has a series from the start, at 0, as upstream creates them
-  with the framework
+  keeps the running totals of the attempts the scheduling loop runs without Python
+  plugins (``_core.EvaluationCounts``, one per framework, added to inside the scheduling
+  call), read here at scrape time (:class:`EvaluationCounter`), so an attempt costs the
+  metric no Python work; the Python plugins and the attempts that run them add their
+  counts to :attr:`EvaluationCounter.values`. Every plugin enabled at those points has a
+  series from the start, at 0, as upstream creates them with the framework
 * ``scheduler_permit_wait_duration_seconds{result}``
 * ``scheduler_cache_size{type}`` (nodes, pods, assumed_pods)
 * ``scheduler_preemption_attempts_total``, ``scheduler_preemption_victims``
@@ -72,7 +74,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import (
@@ -86,6 +88,7 @@ from prometheus_client.registry import Collector
 __all__ = [
     "PLUGIN_METRICS_SAMPLE_PERCENT",
     "Counter",
+    "EvaluationCounter",
     "Histogram",
     "HistogramSeries",
     "SchedulerMetrics",
@@ -127,6 +130,58 @@ class Counter:
             fam.add_metric(list(labels), value)
         if not self.labelnames and not self.values:
             fam.add_metric([], 0.0)  # a plain counter is 0 from its registration on
+        return fam
+
+
+class _EvaluationSource(Protocol):
+    """What :class:`EvaluationCounter` reads at scrape time (``_core.EvaluationCounts``)."""
+
+    def counts(self) -> list[tuple[str, str, int]]: ...
+    @property
+    def scored(self) -> int: ...
+
+
+class EvaluationCounter(Counter):
+    """``scheduler_plugin_evaluation_total``: :attr:`values` (the Python plugins'
+    counts, and every instrumented plugin's series at 0) plus the running totals each
+    framework's Rust counts hold, added up when read (:meth:`totals`)."""
+
+    __slots__ = ("sources",)
+
+    def __init__(self, name: str, doc: str, labelnames: Labels = ()) -> None:
+        super().__init__(name, doc, labelnames)
+        #: ``(profile, counts, score plugins)``: the Rust totals of one framework; the
+        #: score plugins (those a framework view leaves out for the pods it places,
+        #: which upstream calls all the same) count one Score per node scored.
+        self.sources: list[tuple[str, _EvaluationSource, tuple[str, ...]]] = []
+
+    def add_source(
+        self, profile: str, counts: _EvaluationSource, scored_plugins: tuple[str, ...] = ()
+    ) -> None:
+        self.sources.append((profile, counts, scored_plugins))
+
+    def totals(self) -> dict[Labels, float]:
+        """Every series' value: :attr:`values` plus the Rust totals."""
+        out = dict(self.values)
+        for profile, counts, scored_plugins in self.sources:
+            for plugin, point, n in counts.counts():
+                key = (plugin, point, profile)
+                out[key] = out.get(key, 0.0) + n
+            if scored_plugins:
+                nodes = counts.scored
+                if nodes:
+                    for plugin in scored_plugins:
+                        key = (plugin, "Score", profile)
+                        out[key] = out.get(key, 0.0) + nodes
+        return out
+
+    def get(self, labels: Labels = ()) -> float:
+        return self.totals().get(labels, 0.0)
+
+    def family(self) -> Metric:
+        fam = CounterMetricFamily(self.name, self.doc, labels=list(self.labelnames))
+        for labels, value in self.totals().items():
+            fam.add_metric(list(labels), value)
         return fam
 
 
@@ -311,7 +366,7 @@ class SchedulerMetrics:
             "metric have meaning only when broken down by plugin.",
             ("plugin", "profile"),
         )
-        self.plugin_evaluation = Counter(
+        self.plugin_evaluation = EvaluationCounter(
             s + "plugin_evaluation_total",
             "Number of attempts to schedule pods by each plugin and the extension point "
             "(available only in PreFilter, Filter, PreScore, and Score).",
@@ -491,8 +546,10 @@ class SchedulerMetrics:
             elif m is self.plugin_evaluation:
                 # Upstream's Reset drops the vector's children while each framework
                 # keeps counting into the ones it took at its creation: the family is
-                # gone for good. Frameworks keep the old dict here likewise.
+                # gone for good. Frameworks keep the old dict and their Rust counts
+                # likewise, no longer read.
                 m.values = {}
+                m.sources = []
             else:
                 m.values.clear()
 

@@ -140,10 +140,12 @@ def _place(
     if fw.python_placement:
         return _place_with_python_plugins(sched, fw, info, state)
     if placed is None:
-        result = sched.cache.snapshot.schedule(info.compiled, fw.profile.kernels)
+        # The core adds the attempt's plugin evaluations to the framework's counts.
+        result = sched.cache.snapshot.schedule(
+            info.compiled, fw.profile.kernels, counts=fw.eval_counts
+        )
     else:
-        result = placed
-    fw.record_evaluations(result)
+        result = placed  # counted by the batched call
     node = result.node
     if node is not None:
         return node, None, result
@@ -742,9 +744,12 @@ def skip_pod(sched: Scheduler, info: QueuedPodInfo) -> bool:
     )
 
 
-def _begin(sched: Scheduler, info: QueuedPodInfo) -> Framework | None:
-    """The pod's framework, or None when the cycle skips the pod (no profile, being
-    deleted, already assumed or bound; the queue is told)."""
+def _begin(
+    sched: Scheduler, info: QueuedPodInfo, view: Framework | None = None
+) -> Framework | None:
+    """The pod's framework (``view`` when the caller knows it), or None when the cycle
+    skips the pod (no profile, being deleted, already assumed or bound; the queue is
+    told)."""
     pod = info.pod
     queue = sched.queue
     fw = sched.frameworks.get(pod.scheduler_name)
@@ -769,17 +774,22 @@ def _begin(sched: Scheduler, info: QueuedPodInfo) -> Framework | None:
     if _v3.enabled:
         ref = logs.kobj(pod)
         klog.with_values(pod=ref).v(3).info("Attempting to schedule pod", pod=ref)
-    return fw.for_pod(pod)
+    return fw.for_pod(pod) if view is None else view
 
 
 def schedule_one(
-    sched: Scheduler, info: QueuedPodInfo, placed: Any = None, placed_seconds: float = 0.0
+    sched: Scheduler,
+    info: QueuedPodInfo,
+    placed: Any = None,
+    placed_seconds: float = 0.0,
+    batch: _Batch | None = None,
 ) -> bool:
     """Run one scheduling cycle for ``info`` (popped from the queue). ``placed`` is the
     pod's result from :func:`schedule_batch`'s Rust call and ``placed_seconds`` its even
-    share of that call's duration, counted in the attempt's latency. False when no node
-    fit the pod (the cycle failed in scheduling, PostFilter has run)."""
-    fw = _begin(sched, info)
+    share of that call's duration, counted in the attempt's latency; ``batch`` what that
+    batch's pods share. False when no node fit the pod (the cycle failed in scheduling,
+    PostFilter has run)."""
+    fw = _begin(sched, info, None if batch is None else batch.view)
     if fw is None:
         return True
     start = _perf() - placed_seconds
@@ -809,7 +819,7 @@ def schedule_one(
     # The Rust call covers PreFilter, Filter, PreScore and Score; until it reports each
     # phase, its whole duration is recorded under Filter.
     fw.ok_filter.observe(elapsed)
-    _reserve_and_bind(sched, fw, info, state, node, start)
+    _reserve_and_bind(sched, fw, info, state, node, start, batch=batch)
     return True
 
 
@@ -821,17 +831,19 @@ def _reserve_and_bind(
     node: str,
     start: float,
     group: GroupBinding | None = None,
+    batch: _Batch | None = None,
 ) -> bool:
     """The rest of a cycle that chose ``node``: assume, Reserve, Permit, then spawn the
     binding cycle (or unreserve, forget and report the failure; False then). ``group``
-    ties the binding to the other members of the pod's group."""
+    ties the binding to the other members of the pod's group; a pod of ``batch`` has no
+    Reserve or Permit plugin to run (:func:`batchable`)."""
     pod = info.pod
     queue = sched.queue
     cache = sched.cache
     cache.assume(pod, info.compiled, node)
     if pod.uid in queue.nominator.by_uid:
         queue.nominator.delete(pod.uid)
-    if fw.needs_reserve_or_permit(pod):
+    if batch is None and fw.needs_reserve_or_permit(pod):
         s = fw.run_reserve(state, pod, node)
         if s is None:
             s = fw.run_permit(state, pod, node)
@@ -869,7 +881,9 @@ def _reserve_and_bind(
     sched.stats.scheduled += 1
     if not waiting:
         queue.done(pod.uid)
-    sched.binder.spawn(info, node, fw, state, start, waiting, group)
+    sched.binder.spawn(
+        info, node, fw, state, start, waiting, group, None if batch is None else batch.pre_bind
+    )
     return True
 
 
@@ -887,6 +901,21 @@ def batchable(sched: Scheduler, info: QueuedPodInfo) -> bool:
         or fw.needs_reserve_or_permit(info.pod)
         or fw.needs_kernel_pre_filter(info.pod)
     )
+
+
+class _Batch:
+    """What the pods of one :func:`schedule_batch` call share: their scheduling
+    signature covers everything the plugins' ``ignores_pod`` and ``applies_to`` read
+    (namespace, labels, requests, volumes; a pod with ResourceClaims has none), so the
+    framework view (``Framework.for_pod``) and whether a PreBind plugin applies are
+    worked out once, for the first pod, as :func:`batchable` already decides for all of
+    them that no Reserve or Permit plugin applies."""
+
+    __slots__ = ("pre_bind", "view")
+
+    def __init__(self, view: Framework, pre_bind: bool) -> None:
+        self.view = view
+        self.pre_bind = pre_bind
 
 
 def schedule_batch(
@@ -917,12 +946,18 @@ def schedule_batch(
     fw = sched.frameworks[infos[0].pod.scheduler_name]
     snapshot: Any = sched.cache.snapshot
     began = _perf()
-    results = snapshot.schedule_batch([i.compiled for i in infos], fw.profile.kernels)
+    # The pods share a signature, so one framework view (``for_pod``) places them all:
+    # the core adds their plugin evaluations to its counts.
+    view = fw.for_pod(infos[0].pod)
+    batch = _Batch(view, view.needs_pre_bind(infos[0].pod))
+    results = snapshot.schedule_batch(
+        [i.compiled for i in infos], fw.profile.kernels, view.eval_counts
+    )
     share = (_perf() - began) / len(infos)
     all_placed = True
     used = len(infos)
     for k, (info, result) in enumerate(zip(infos, results, strict=True)):
-        all_placed = schedule_one(sched, info, result, share) and all_placed
+        all_placed = schedule_one(sched, info, result, share, batch) and all_placed
         if left is not None and sched.nomination_writes and k + 1 < len(infos):
             left.extend(infos[k + 1 :])
             used = k + 1
@@ -1254,10 +1289,17 @@ class Binder:
         start: float,
         waiting: bool = False,
         group: GroupBinding | None = None,
+        pre_bind: bool | None = None,
     ) -> None:
-        if not waiting and group is None and not fw.needs_pre_bind(info.pod):
+        """Start the binding cycle; ``pre_bind``: whether a PreBind plugin applies to
+        the pod, when the caller knows (None: asked here)."""
+        if (
+            not waiting
+            and group is None
+            and not (fw.needs_pre_bind(info.pod) if pre_bind is None else pre_bind)
+        ):
             self.queue.submit(
-                info.pod.priority, self._bind, info, node, fw, state, start, False, None
+                info.pod.priority, self._bind, info, node, fw, state, start, False, None, True
             )
             return
         task = asyncio.get_running_loop().create_task(
@@ -1293,12 +1335,19 @@ class Binder:
         start: float,
         waiting: bool,
         group: GroupBinding | None = None,
+        job: bool = False,
     ) -> None:
+        """The binding cycle. ``job``: a job of the binding queue, whose pod no PreBind
+        plugin applies to (its PreBindPreFlight is Skip and its PreBind runs nothing:
+        only their metrics are recorded), and that already holds a worker's slot."""
         sched = self._sched
         pod = info.pod
         await _status_patch_settled(sched, pod.key)
         pre_flight: Status | None = Status(Code.SKIP)
-        if fw.points.pre_bind:
+        if job:
+            if fw.points.pre_bind:
+                fw.skip_pre_bind(state)
+        elif fw.points.pre_bind:
             pre_flight = fw.run_pre_bind_pre_flights(state, pod, node)
             if pre_flight is not None and pre_flight.code is not Code.SKIP:
                 if waiting:
@@ -1326,7 +1375,7 @@ class Binder:
             # Failures from here on cannot make the pod "unschedulable": stop
             # recording in-flight events for it.
             sched.queue.done(pod.uid)
-        s = await fw.run_pre_bind(state, pod, node) if fw.points.pre_bind else None
+        s = await fw.run_pre_bind(state, pod, node) if fw.points.pre_bind and not job else None
         if group is not None:
             if s is not None:
                 group.fail(pod.uid, pod.key, s.message)
@@ -1336,7 +1385,7 @@ class Binder:
                     f"pod group {group.key}: member {group.failure} failed before binding",
                 )
         if s is None:
-            if waiting or group is not None or fw.needs_pre_bind(pod):
+            if not job and (waiting or group is not None or fw.needs_pre_bind(pod)):
                 # Its own task: Bind in a slot of the binding queue, in priority order.
                 self._slots += 1
                 try:

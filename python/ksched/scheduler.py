@@ -394,6 +394,10 @@ class Scheduler:
         #: Pending pods that no profile of ours handles and that carry no PodScheduled
         #: condition (nobody has tried them yet): uid → (schedulerName, first seen).
         self._unclaimed: dict[str, tuple[str, float]] = {}
+        #: The pending pod parsed last: a new pod whose spec shares every value with its
+        #: spec (siblings of one template, through the informer's sharing) reuses what
+        #: it derived from it (``Pod.from_dict(like=...)``).
+        self._pod_template: Pod | None = None
         self._unclaimed_warned: set[str] = set()
         #: Seconds such a pod must stay so before ``ksched_unclaimed_pods`` counts it.
         self.unclaimed_after = UNCLAIMED_AFTER if unclaimed_after is None else unclaimed_after
@@ -776,10 +780,13 @@ class Scheduler:
     def _parse_new_pod(self, obj: Obj) -> Pod | None:
         """A pod added or changed: parsed, or reported as invalid (None)."""
         try:
-            return Pod.from_dict(obj)
+            pod = Pod.from_dict(obj, like=self._pod_template)
         except InvalidObjectError as exc:
             self._invalid_pod(obj, exc)
             return None
+        if not pod.node_name:
+            self._pod_template = pod
+        return pod
 
     def _on_pod(self, pod: Pod) -> None:
         self.invalid_objects.pop(f"Pod {pod.key}", None)

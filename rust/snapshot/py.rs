@@ -15,7 +15,7 @@ use crate::plugins::dynamic_resources::DraAllocator;
 use pyo3::types::PyDict;
 
 use super::{storage, NodeSpec, Snapshot};
-use crate::cycle::{Evals, Outcome};
+use crate::cycle::{Evals, EvaluationCounts, Outcome};
 use crate::explain::{AttemptState, AttemptTrace};
 use crate::gang::GangResult;
 use crate::plugins::taint::Effect;
@@ -578,7 +578,9 @@ impl Snapshot {
     /// released while nodes are examined. With `explain`, the result keeps every scored
     /// node's total. A pod with a nominated node is tried there first unless
     /// `use_nomination` is false.
-    #[pyo3(name = "schedule", signature = (pod, profile, explain = false, use_nomination = true, dra = None))]
+    /// With `counts`, the attempt's plugin evaluations are added to them.
+    #[pyo3(name = "schedule", signature = (pod, profile, explain = false, use_nomination = true, dra = None, counts = None))]
+    #[allow(clippy::too_many_arguments)]
     fn py_schedule(
         &mut self,
         py: Python<'_>,
@@ -587,10 +589,14 @@ impl Snapshot {
         explain: bool,
         use_nomination: bool,
         dra: Option<PyRef<'_, DraAllocator>>,
+        counts: Option<&Bound<'_, EvaluationCounts>>,
     ) -> ScheduleResult {
         self.pending_dra = dra.map(|d| d.inner.clone());
         let out = py.detach(|| Snapshot::schedule(self, pod, profile, explain, use_nomination));
         self.pending_dra = None;
+        if let Some(c) = counts {
+            c.get().add(&out.evals);
+        }
         self.result_from(out)
     }
 
@@ -685,12 +691,14 @@ impl Snapshot {
     /// accounted on its node before the next is placed; the pods' accounting is undone
     /// before returning (the caller assumes them), while the start index and random
     /// state stay advanced as by the individual calls. The GIL is released throughout.
-    #[pyo3(name = "schedule_batch")]
+    /// With `counts`, every attempt's plugin evaluations are added to them.
+    #[pyo3(name = "schedule_batch", signature = (pods, profile, counts = None))]
     fn py_schedule_batch(
         &mut self,
         py: Python<'_>,
         pods: Vec<PyRef<'_, CompiledPod>>,
         profile: &Profile,
+        counts: Option<&Bound<'_, EvaluationCounts>>,
     ) -> Vec<ScheduleResult> {
         let pods: Vec<&CompiledPod> = pods.iter().map(|p| &**p).collect();
         let outs = py.detach(|| {
@@ -715,6 +723,12 @@ impl Snapshot {
             self.restore_ports(ports);
             outs
         });
+        if let Some(c) = counts {
+            let c = c.get();
+            for o in &outs {
+                c.add(&o.evals);
+            }
+        }
         outs.into_iter().map(|o| self.result_from(o)).collect()
     }
 
@@ -798,7 +812,8 @@ impl Snapshot {
     /// not started. The snapshot holds the same pods afterwards (a dry run that
     /// detached pods re-attaches them: their internal indices and `generation` move); the
     /// GIL is released.
-    #[pyo3(name = "preemption_dry_run", signature = (pod, profile, potential, offset, num_candidates, pdbs, now, dra = None))]
+    /// With `counts`, its Filter evaluations are added to them.
+    #[pyo3(name = "preemption_dry_run", signature = (pod, profile, potential, offset, num_candidates, pdbs, now, dra = None, counts = None))]
     #[allow(clippy::too_many_arguments)]
     fn py_preemption_dry_run(
         &mut self,
@@ -811,6 +826,7 @@ impl Snapshot {
         pdbs: Vec<PdbTuple<'_>>,
         now: f64,
         dra: Option<PyRef<'_, DraAllocator>>,
+        counts: Option<&Bound<'_, EvaluationCounts>>,
     ) -> PyResult<PreemptionDryRun> {
         let slots = self.potential_slots(potential)?;
         let pdbs = self.compile_pdbs(pdbs);
@@ -819,6 +835,9 @@ impl Snapshot {
             self.dry_run_preemption(pod, profile, &slots, offset, num_candidates, &pdbs, now)
         });
         self.pending_dra = None;
+        if let Some(c) = counts {
+            c.get().add(&run.evals);
+        }
         Ok(self.dry_run_result(run, &st))
     }
 

@@ -71,6 +71,47 @@ async def test_at_most_workers_jobs_run_at_once() -> None:
     assert q.backlog == 0
 
 
+async def test_jobs_that_suspend_fill_the_pool_one_worker_per_iteration() -> None:
+    q = BindQueue(workers=32)
+    gate = asyncio.Event()
+    running = 0
+
+    async def job() -> None:
+        nonlocal running
+        running += 1
+        await gate.wait()
+        running -= 1
+
+    for _ in range(100):
+        q.submit(0, job)
+    for _ in range(40):
+        await asyncio.sleep(0)
+    assert running == 32
+    gate.set()
+    await q.idle()
+    assert q.backlog == 0
+
+
+async def test_a_burst_of_jobs_that_do_not_suspend_runs_in_one_worker() -> None:
+    """No task per job: the worker that drains the burst started one more, which finds
+    the heap empty."""
+    q = BindQueue(workers=32)
+    workers: set[asyncio.Task[object] | None] = set()
+    ran: list[int] = []
+
+    async def job(i: int) -> None:
+        workers.add(asyncio.current_task())
+        ran.append(i)
+
+    before = len(asyncio.all_tasks())
+    for i in range(50):
+        q.submit(0, job, i)
+    assert len(asyncio.all_tasks()) - before == 1  # one worker started by the burst
+    await q.idle()
+    assert ran == list(range(50))
+    assert len(workers) == 1
+
+
 async def test_a_job_submitted_while_workers_are_busy_jumps_the_waiting_ones() -> None:
     q = BindQueue(workers=1)
     gate = asyncio.Event()

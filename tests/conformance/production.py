@@ -264,11 +264,11 @@ async def run_case(
             spawn(popped, node, *args, **kwargs)
 
         sched.binder.spawn = observed_spawn  # type: ignore[method-assign]
-        evals = sched.metrics.plugin_evaluation.values
-        before = dict(evals)
+        evals = sched.metrics.plugin_evaluation
+        before = evals.totals()
         await sched.schedule_popped(info)
         report["pluginEvaluations"] = _evaluation_deltas(
-            before, sched.metrics.plugin_evaluation.values, info.pod.scheduler_name
+            before, evals.totals(), info.pod.scheduler_name
         )
         view.restore()
         rows = view.rows()

@@ -38,6 +38,15 @@ default applies only to a resource the effective requests above do not mention a
 (:func:`ksched.api.declared_features.infer_for_pod_scheduling`, read from the spec once
 per pod object), which NodeDeclaredFeatures checks against each node's.
 
+``Pod.from_dict(obj, like=sibling)`` reuses what ``sibling`` (a pending pod parsed
+before) derived from its spec when ``obj``'s spec holds the very same value objects under
+the same keys, which is what the informer's value sharing
+(:func:`ksched.client.informer.share_unchanged`) makes of pods stamped from one template
+(a ReplicaSet's or Job's): only the metadata and the status fields are parsed then. The
+spec-derived fields are pure functions of those values (a pending pod's status plays no
+part in them), so the result is the one a full parse gives; informer objects are
+read-only, which makes identity stand for equality.
+
 Left out on purpose: DRA node-allocatable claim statuses and pod-level in-place resize
 status (both alpha and off by default in v1.36).
 """
@@ -179,14 +188,20 @@ class Pod:
         return f"Pod({self.key!r}, uid={self.uid!r}, node={self.node_name!r})"
 
     @classmethod
-    def from_dict(cls, obj: dict[str, Any]) -> Pod:
-        """Parse a Pod from its decoded JSON.
+    def from_dict(cls, obj: dict[str, Any], like: Pod | None = None) -> Pod:
+        """Parse a Pod from its decoded JSON. ``like``: a pending pod parsed before,
+        whose spec-derived fields are reused when ``obj``'s spec shares every value with
+        its spec (see the module docstring); ``obj`` is parsed in full otherwise.
 
         Raises:
             InvalidObjectError: any field has the wrong shape or an invalid quantity;
                 the error names ``namespace/name`` and the field's JSON path.
         """
         try:
+            if like is not None:
+                pod = _parse_like(cls, obj, like)
+                if pod is not None:
+                    return pod
             return _parse_pod(cls, obj)
         except FieldError as err:
             raise InvalidObjectError("Pod", _pod_name(obj), err.field, err.message) from None
@@ -608,6 +623,67 @@ def _simple_requests(
         cpu += overhead.get(CPU, 0)
         mem += overhead.get(MEMORY, 0)
     return reqs, cpu, mem
+
+
+_ABSENT: Final = object()
+
+
+def _parse_like(cls: type[Pod], obj: dict[str, Any], like: Pod) -> Pod | None:
+    """``obj`` parsed with ``like``'s spec-derived fields, when both are pending pods
+    and ``obj``'s spec has exactly ``like``'s keys, each with the very same value
+    object; None otherwise (the caller parses in full)."""
+    if type(obj) is not dict or like.node_name:
+        return None
+    spec = obj.get("spec")
+    old = like.raw.get("spec")
+    if type(spec) is not dict or type(old) is not dict or len(spec) != len(old):
+        return None
+    for key, value in spec.items():
+        if old.get(key, _ABSENT) is not value:
+            return None
+    meta = obj.get("metadata")
+    if type(meta) is not dict:
+        meta = opt_obj(meta, "metadata") or {}
+    status = obj.get("status")
+    if type(status) is not dict:
+        status = opt_obj(status, "status") or {}
+    creation = meta.get("creationTimestamp")
+    if creation is not None and type(creation) is not str:
+        raise expected("metadata.creationTimestamp", "a string", creation)
+    deletion = meta.get("deletionTimestamp")
+    if deletion is not None and type(deletion) is not str:
+        raise expected("metadata.deletionTimestamp", "a string", deletion)
+    return cls(
+        _str_field(meta, "uid", "metadata.uid"),
+        _str_field(meta, "namespace", "metadata.namespace"),
+        _str_field(meta, "name", "metadata.name"),
+        _str_field(meta, "resourceVersion", "metadata.resourceVersion"),
+        str_map(meta.get("labels"), "metadata.labels"),
+        str_map(meta.get("annotations"), "metadata.annotations"),
+        like.scheduler_name,
+        "",
+        _str_field(status, "nominatedNodeName", "status.nominatedNodeName"),
+        like.priority,
+        like.preemption_policy,
+        _str_field(status, "phase", "status.phase"),
+        deletion,
+        creation,
+        like.requests,
+        like.non_zero_cpu,
+        like.non_zero_memory,
+        like.fit_score_requests,
+        like.tolerations,
+        like.node_selector,
+        like.affinity,
+        like.host_ports,
+        like.topology_spread_constraints,
+        like.scheduling_gates,
+        like.images,
+        like.image_volumes,
+        obj,
+        like.scheduling_group,
+        like.required_features,
+    )
 
 
 def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:

@@ -13,7 +13,13 @@ What.
 * **A bounded pool.** At most :attr:`BindQueue.workers` bindings are in flight. Jobs wait
   in one heap ordered by pod priority (higher first), then submission order, so bindings
   go out in priority order. A worker is a task that pops and runs jobs until the heap is
-  empty, then ends: no task per pod, no idle task.
+  empty, then ends: no task per pod, no idle task. Workers start one at a time: a
+  submission starts one when every worker alive is running an entry, and a worker that
+  takes an entry while others wait starts the next one (up to
+  :attr:`BindQueue.workers`) before running it. A binding that suspends (a real API
+  server) thus has the next worker start on the next event-loop iteration, so the pool
+  fills within as many iterations as it has workers, while a burst of bindings that
+  complete without suspending (the embedded cluster) costs two tasks, not one per pod.
 * **Two kinds of entries.** A *job* (:meth:`BindQueue.submit`) is run by the worker
   itself: the scheduler's whole binding cycle of a pod that needs nothing but its Bind
   (no Permit wait, no PreBind, no pod group). A binding cycle that runs as its own task
@@ -95,6 +101,7 @@ class BindQueue:
         self._heap: list[tuple[int, int, Job | asyncio.Future[asyncio.Future[None]]]] = []
         self._seq = itertools.count()
         self._running = 0  # worker tasks alive
+        self._busy = 0  # workers running an entry (a job, or a granted slot)
         self._tasks: set[asyncio.Task[None]] = set()
         #: Bindings submitted and not finished (see the module docstring).
         self.backlog = 0
@@ -186,7 +193,9 @@ class BindQueue:
             release.set_result(None)
 
     def _spawn(self) -> None:
-        if self._running < self.workers:
+        """Start a worker unless one alive is not running an entry (it will pop the
+        next) or the pool is full."""
+        if self._running == self._busy and self._running < self.workers:
             self._running += 1
             task = asyncio.get_running_loop().create_task(self._work())
             self._tasks.add(task)
@@ -203,13 +212,24 @@ class BindQueue:
                         continue  # its cycle stopped waiting (and counted itself out)
                     release: asyncio.Future[None] = loop.create_future()
                     entry.set_result(release)
-                    await release
+                    self._busy += 1
+                    if heap:
+                        self._spawn()
+                    try:
+                        await release
+                    finally:
+                        self._busy -= 1
                 else:
                     fn, args = entry
+                    self._busy += 1
+                    if heap:
+                        self._spawn()
                     try:
                         await fn(*args)
                     except Exception:
                         log.exception("a binding failed unexpectedly")
+                    finally:
+                        self._busy -= 1
                 self._finish()
         finally:
             self._running -= 1

@@ -23,9 +23,12 @@ Rules carried over from upstream ``framework.go``:
 * ``scheduler_plugin_evaluation_total`` (upstream ``instrumented_plugins.go``): every
   plugin enabled at PreFilter, Filter, PreScore or Score has its series from the
   framework's creation on; a PreFilter or PreScore call that does not return Skip counts
-  one, a Filter or Score call one per node. The Rust core's counts come with its result
-  (:meth:`Framework.record_evaluations`, once per attempt); the Python plugins' are
-  counted as they are called.
+  one, a Filter or Score call one per node. An attempt without Python placement plugins
+  hands the Rust call the framework's ``eval_counts``, which the core adds the attempt's
+  counts to (read at scrape time; no Python work per attempt); an attempt that runs
+  Python plugins takes the core's counts from its result
+  (:meth:`Framework.record_evaluations`, which applies where the Python plugins stopped
+  the attempt), and the Python plugins' are counted as they are called.
 """
 
 from __future__ import annotations
@@ -363,6 +366,9 @@ class Framework:
             for p in self.points.score
         }
         self._success_series: dict[str, HistogramSeries] = {}
+        #: For :meth:`skip_pre_bind`: the PreBind plugin list it was worked out for, their
+        #: names and the ``PreBindPreFlight``/``Skip`` series.
+        self._skipped_pre_bind: tuple[list[Any], frozenset[str], HistogramSeries] | None = None
         #: ``scheduler_plugin_evaluation_total``'s values, as this framework took them
         #: (a reset of the metrics leaves it counting into this dict, as upstream's
         #: framework keeps its children after a Reset of the vector).
@@ -370,6 +376,10 @@ class Framework:
         evaluated = evaluated_plugins(profile, self.points)
         for plugin, point in evaluated:
             self._evals.setdefault((plugin, point, self.name), 0.0)
+        #: The Rust totals of the attempts this framework's scheduling calls count
+        #: (``counts=``), read by the metric at scrape time.
+        self.eval_counts = _core.EvaluationCounts()
+        self.metrics.plugin_evaluation.add_source(self.name, self.eval_counts)
         #: The PreFilter plugins' places in the profile's PreFilter order.
         self._pre_filter_rank = {
             plugin: i
@@ -412,6 +422,11 @@ class Framework:
             )
             view.python_placement = view.has_python_placement
             view._ignored_scores = tuple(p.name for p in self.points.score if id(p) in gone)
+            # The view's attempts also count the Score of the plugins it leaves out.
+            view.eval_counts = _core.EvaluationCounts()
+            self.metrics.plugin_evaluation.add_source(
+                self.name, view.eval_counts, view._ignored_scores
+            )
             view._always_reserve = view._has_unconditional_reserve()
             self._without_ignoring = view
 
@@ -978,6 +993,26 @@ class Framework:
         code = Code.SUCCESS if result is None else result.code
         self.observe("PreBindPreFlight", code, self._clock() - start)
         return result
+
+    def skip_pre_bind(self, state: CycleState) -> None:
+        """PreBindPreFlight and PreBind of a pod no PreBind plugin applies to
+        (:meth:`needs_pre_bind` is False): what :meth:`run_pre_bind_pre_flights` (Skip,
+        every plugin skipped) and :meth:`run_pre_bind` (nothing to run) would do, without
+        asking each plugin again."""
+        clock = self._clock
+        start = clock()
+        kept = self._skipped_pre_bind
+        if kept is None or kept[0] is not self.points.pre_bind:
+            names = frozenset(p.name for p in self.points.pre_bind)
+            series = self.metrics.framework_extension_point_duration.child(
+                ("PreBindPreFlight", Code.SKIP.value, self.name)
+            )
+            kept = self._skipped_pre_bind = (self.points.pre_bind, names, series)
+        state.skip_pre_bind_plugins = kept[1]
+        state.parallel_pre_bind_plugins = frozenset()
+        took = clock() - start
+        kept[2].observe(took)
+        self._success("PreBind").observe(took)
 
     def _pre_bind_groups(self, state: CycleState, pod: Pod) -> list[list[Any]]:
         """upstream ``getPreBindPluginGroups``: the PreBind plugins to run, in order,

@@ -664,8 +664,8 @@ class DefaultPreemption:
             a.pdb_tuples,
             a.now,
             dra=a.state.get(CORE_FILTER_KEY),
+            counts=a.framework.eval_counts,
         )
-        a.framework.record_evaluations(run)
         rejected: list[RawNodeStatus] = list(run.statuses)
         return run, rejected, run.errors
 

@@ -836,3 +836,96 @@ def test_any_corruption_gives_a_pod_or_invalid_object_error(
         Pod.from_dict(obj)
     except InvalidObjectError as err:
         assert err.kind == "Pod"
+
+
+# ---- reusing a sibling's spec-derived fields (Pod.from_dict(like=...)) -------------------
+
+
+def _pending_full_pod() -> dict[str, Any]:
+    obj = copy.deepcopy(FULL_POD)
+    del obj["spec"]["nodeName"]
+    obj["status"] = {"phase": "Pending"}
+    return obj
+
+
+def _sibling(template: dict[str, Any], shared: bool = True) -> dict[str, Any]:
+    """Another pod of ``template``: new metadata and status; the spec's values the very
+    same objects (as the informer's sharing leaves them) or equal copies."""
+    spec = dict(template["spec"]) if shared else copy.deepcopy(template["spec"])
+    return {
+        **template,
+        "metadata": {**template["metadata"], "name": "web-2", "uid": "u-2", "labels": {"b": "c"}},
+        "spec": spec,
+        "status": {"phase": "Pending", "nominatedNodeName": "node-3"},
+    }
+
+
+def _fields(pod: Pod) -> dict[str, Any]:
+    return {f: getattr(pod, f) for f in Pod.__slots__ if f != "raw"}
+
+
+def _with_spec(obj: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    return {**obj, "spec": {**obj["spec"], **changes}}
+
+
+#: (name, template, new object, whether the template's spec-derived values are reused)
+LIKE_CASES = [
+    ("shared-spec-reuses", _pending_full_pod(), None, True),
+    ("equal-copies-parse-in-full", _pending_full_pod(), "copies", False),
+    (
+        "one-value-differs",
+        _pending_full_pod(),
+        lambda s: _with_spec(s, priority=5),
+        False,
+    ),
+    (
+        "an-extra-key",
+        _pending_full_pod(),
+        lambda s: _with_spec(s, hostNetwork=True),
+        False,
+    ),
+    ("bound-template", FULL_POD, None, False),
+    (
+        "bound-new-pod",
+        _pending_full_pod(),
+        lambda s: _with_spec(s, nodeName="node-7"),
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("template", "make", "reused"),
+    [pytest.param(t, m, r, id=name) for name, t, m, r in LIKE_CASES],
+)
+def test_a_sibling_parses_as_in_full(template: dict[str, Any], make: Any, reused: bool) -> None:
+    like = Pod.from_dict(template)
+    if make is None:
+        obj = _sibling(template)
+    elif make == "copies":
+        obj = _sibling(template, shared=False)
+    else:
+        obj = make(_sibling(template))
+    got = Pod.from_dict(obj, like=like)
+    assert _fields(got) == _fields(Pod.from_dict(obj))
+    assert got.raw is obj
+    assert (got.tolerations is like.tolerations) is reused
+    assert (got.uid, got.name, got.labels, got.nominated_node_name) == (
+        "u-2",
+        "web-2",
+        {"b": "c"},
+        "node-3",
+    )
+
+
+def test_a_sibling_with_malformed_metadata_names_the_field() -> None:
+    template = _pending_full_pod()
+    like = Pod.from_dict(template)
+    obj = _sibling(template)
+    obj["metadata"]["labels"] = {"a": 1}
+    with pytest.raises(InvalidObjectError) as exc:
+        Pod.from_dict(obj, like=like)
+    with pytest.raises(InvalidObjectError) as full:
+        Pod.from_dict(obj)
+    assert exc.value.field == "metadata.labels.a"
+    assert str(exc.value) == str(full.value)

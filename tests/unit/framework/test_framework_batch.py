@@ -8,11 +8,11 @@ real ``CompiledPod.signature``. Placements must equal the one-by-one path exactl
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
-from ksched._core import CompiledPod, Profile, ScheduleResult, Snapshot
+from ksched._core import CompiledPod, EvaluationCounts, Profile, ScheduleResult, Snapshot
 from ksched.framework.profile import default_profile
 from ksched.scheduler import Scheduler
 from ksched.sim import InMemoryCluster
@@ -27,9 +27,11 @@ class CountingSnapshot:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
 
-    def schedule_batch(self, pods: list[CompiledPod], profile: Profile) -> list[ScheduleResult]:
+    def schedule_batch(
+        self, pods: list[CompiledPod], profile: Profile, counts: EvaluationCounts | None = None
+    ) -> list[ScheduleResult]:
         self.batches.append(len(pods))
-        return self._real.schedule_batch(pods, profile)
+        return self._real.schedule_batch(pods, profile, counts)
 
 
 def build_cluster() -> InMemoryCluster:
@@ -43,7 +45,15 @@ def build_cluster() -> InMemoryCluster:
     return c
 
 
-async def run(batch_size: int) -> tuple[dict[str, str | None], list[int]]:
+class Run(NamedTuple):
+    placement: dict[str, str | None]
+    batches: list[int]
+    evaluations: dict[tuple[str, ...], float]
+    #: Observations of scheduler_framework_extension_point_duration_seconds per series.
+    extension_points: dict[tuple[str, ...], int]
+
+
+async def run(batch_size: int) -> Run:
     c = build_cluster()
     sched = Scheduler(c, {"default-scheduler": default_profile()}, seed=7, batch_size=batch_size)
     wrapper = CountingSnapshot(sched.cache.snapshot)
@@ -59,14 +69,29 @@ async def run(batch_size: int) -> tuple[dict[str, str | None], list[int]]:
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     placement = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in c.objects("pods")}
-    return placement, wrapper.batches
+    points = {
+        labels: series.count
+        for labels, series in sched.metrics.framework_extension_point_duration.series.items()
+    }
+    return Run(placement, wrapper.batches, sched.metrics.plugin_evaluation.totals(), points)
 
 
 @pytest.mark.parametrize("batch_size", [4, 16])
 async def test_batching_places_pods_exactly_as_one_by_one(batch_size: int):
-    one_by_one, _ = await run(1)
-    batched, batches = await run(batch_size)
-    assert batched == one_by_one
+    one_by_one = await run(1)
+    batched = await run(batch_size)
+    assert batched.placement == one_by_one.placement
+    batches = batched.batches
+    # scheduler_plugin_evaluation_total counts the same attempts.
+    assert batched.evaluations == one_by_one.evaluations
+    assert one_by_one.evaluations[("NodeResourcesFit", "Filter", "default-scheduler")] >= 60 * 12
+    # Every extension point is recorded as often (a batched pod's binding cycle records
+    # PreBindPreFlight Skip and PreBind Success without asking the plugins again).
+    assert batched.extension_points == one_by_one.extension_points
+    bound = sum(1 for n in one_by_one.placement.values() if n)
+    assert bound > 1
+    assert one_by_one.extension_points[("PreBindPreFlight", "Skip", "default-scheduler")] == bound
+    assert one_by_one.extension_points[("PreBind", "Success", "default-scheduler")] == bound
     assert batches and max(batches) > 1  # batches really happened
     assert max(batches) <= batch_size
 

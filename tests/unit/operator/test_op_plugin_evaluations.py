@@ -125,11 +125,11 @@ async def _cycle(c: InMemoryCluster, config: Obj | None, pod: Obj) -> dict[str, 
         uid = c.get("pods", f"default/{pod['metadata']['name']}")["metadata"]["uid"]
         info = sched.queue.pop_specific(uid)
         assert info is not None
-        before = dict(sched.metrics.plugin_evaluation.values)
+        before = sched.metrics.plugin_evaluation.totals()
         await sched.schedule_popped(info)
         return {
             f"{point}/{plugin}": v - before.get((plugin, point, prof), 0.0)
-            for (plugin, point, prof), v in sched.metrics.plugin_evaluation.values.items()
+            for (plugin, point, prof), v in sched.metrics.plugin_evaluation.totals().items()
             if v != before.get((plugin, point, prof), 0.0)
         }
     finally:
@@ -148,7 +148,7 @@ async def test_one_attempt_counts_as_upstream(
 
 async def test_every_instrumented_plugin_has_a_series_from_the_start() -> None:
     sched = new_scheduler(_config(), InMemoryCluster(), seed=1, identity="test")
-    series = sched.metrics.plugin_evaluation.values
+    series = sched.metrics.plugin_evaluation.totals()
     assert all(v == 0.0 for v in series.values())
     points: dict[str, set[str]] = {}
     for plugin, point, profile in series:
@@ -180,6 +180,35 @@ async def test_every_instrumented_plugin_has_a_series_from_the_start() -> None:
     ) in text
 
 
+async def test_a_batched_call_counts_each_of_its_pods() -> None:
+    """Pods of one signature placed by one batched core call count as the same pods
+    placed one by one (the core adds each attempt's counts to the framework's)."""
+    c = InMemoryCluster()
+    for i in range(3):
+        c.create("nodes", make_node(f"n{i}", cpu="4"))
+    sched = new_scheduler(_config(), c, seed=1, identity="test")
+    await sched.start()
+    try:
+        for i in range(4):
+            c.create("pods", make_pod(f"p{i}", cpu="1"))
+        await wait_for(lambda: len(sched.queue) == 4)
+        uid = c.get("pods", "default/p0")["metadata"]["uid"]
+        info = sched.queue.pop_specific(uid)
+        assert info is not None
+        evals = sched.metrics.plugin_evaluation
+        before = evals.totals()
+        await sched.schedule_popped(info)
+        assert sched.metrics.batch_attempts.get(("default-scheduler", "hint_used")) == 3
+        got = {
+            f"{point}/{plugin}": v - before.get((plugin, point, prof), 0.0)
+            for (plugin, point, prof), v in evals.totals().items()
+            if v != before.get((plugin, point, prof), 0.0)
+        }
+        assert got == {k: 4 * v for k, v in _scored(3).items()}
+    finally:
+        await sched.shutdown()
+
+
 def test_a_reset_drops_the_family_for_good() -> None:
     """Upstream's Reset drops the vector's children; the frameworks keep counting into
     the ones they took at their creation, which are no longer exported."""
@@ -190,6 +219,37 @@ def test_a_reset_drops_the_family_for_good() -> None:
     kept[("NodeName", "Filter", "p")] = 5.0
     text = render(m.registry.collect()).decode()
     assert "scheduler_plugin_evaluation_total" not in text
+
+
+def test_the_core_counts_are_read_at_scrape_time_until_a_reset() -> None:
+    """A framework's Rust counts join the family when it is collected; a reset
+    detaches them with the rest of the family."""
+    m = SchedulerMetrics()
+    m.plugin_evaluation.values[("NodeName", "Filter", "p")] = 0.0
+    m.plugin_evaluation.add_source("p", _Counts([("NodeName", "Filter", 7)], 0))
+    m.plugin_evaluation.add_source("p", _Counts([], 3), ("DynamicResources",))
+    text = render(m.registry.collect()).decode()
+    assert (
+        'scheduler_plugin_evaluation_total{extension_point="Filter",plugin="NodeName",'
+        'profile="p"} 7\n'
+    ) in text
+    assert (
+        'scheduler_plugin_evaluation_total{extension_point="Score",plugin="DynamicResources",'
+        'profile="p"} 3\n'
+    ) in text
+    m.reset()
+    assert "scheduler_plugin_evaluation_total" not in render(m.registry.collect()).decode()
+
+
+class _Counts:
+    """A stand-in for ``_core.EvaluationCounts`` with fixed totals."""
+
+    def __init__(self, counts: list[tuple[str, str, int]], scored: int) -> None:
+        self._counts = counts
+        self.scored = scored
+
+    def counts(self) -> list[tuple[str, str, int]]:
+        return self._counts
 
 
 @pytest.mark.parametrize(
