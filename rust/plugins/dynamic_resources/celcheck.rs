@@ -13,8 +13,17 @@
 //! * an operator applied to two concrete types that no overload takes, e.g.
 //!   `device.driver == 1`: `found no matching overload for '_==_' applied to
 //!   '(string, int)'`;
+//! * a member function of Kubernetes' quantity, semver, IP, CIDR and URL libraries
+//!   that no overload takes (the receiver's, or on an attribute value any that takes the
+//!   known arguments): `found no matching overload for 'containsIP' applied to
+//!   'net.CIDR.(int)'`, and `sign`, a global function of a quantity, called as a member;
 //! * a result whose type is known and is not bool: `must evaluate to bool or the unknown
 //!   type, not string` (upstream's own check after compiling).
+//!
+//! Type names are upstream's (`net.IP`, `net.CIDR`, `kubernetes.URL`,
+//! `kubernetes.Quantity`); `net.IP`, `net.CIDR` and cel-go's built-in type names
+//! (`int`, `string`...) are values (`type(x) == net.IP`), `kubernetes.*` are not
+//! declared as values upstream ("undeclared reference to 'kubernetes'").
 //!
 //! Types are inferred bottom-up with the declared type of `device`
 //! (`kubernetes.DRADevice`: `driver` string, `allowMultipleAllocations` bool,
@@ -88,6 +97,14 @@ impl Ty {
         matches!(self, Ty::Int | Ty::Uint | Ty::Double)
     }
 
+    /// One of Kubernetes' library types.
+    fn kube(&self) -> bool {
+        matches!(
+            self,
+            Ty::Quantity | Ty::Semver | Ty::Ip | Ty::Cidr | Ty::Url
+        )
+    }
+
     fn primitive(&self) -> bool {
         matches!(
             self,
@@ -144,6 +161,48 @@ const STRING_MEMBERS: &[(&str, &[&[Ty]])] = &[
     ("findAll", &[&[Ty::String], &[Ty::String, Ty::Int]]),
 ];
 
+/// The member functions of Kubernetes' quantity, semver, IP, CIDR and URL libraries:
+/// `(name, receiver, parameters, result)` per overload. A call whose receiver is one of
+/// these types, or whose arguments are, and that no overload takes is cel-go's "found
+/// no matching overload".
+const KUBE_MEMBERS: &[(&str, Ty, &[Ty], Ty)] = &[
+    ("isGreaterThan", Ty::Quantity, &[Ty::Quantity], Ty::Bool),
+    ("isLessThan", Ty::Quantity, &[Ty::Quantity], Ty::Bool),
+    ("compareTo", Ty::Quantity, &[Ty::Quantity], Ty::Int),
+    ("asApproximateFloat", Ty::Quantity, &[], Ty::Double),
+    ("asInteger", Ty::Quantity, &[], Ty::Int),
+    ("isInteger", Ty::Quantity, &[], Ty::Bool),
+    ("add", Ty::Quantity, &[Ty::Quantity], Ty::Quantity),
+    ("add", Ty::Quantity, &[Ty::Int], Ty::Quantity),
+    ("sub", Ty::Quantity, &[Ty::Quantity], Ty::Quantity),
+    ("sub", Ty::Quantity, &[Ty::Int], Ty::Quantity),
+    ("isGreaterThan", Ty::Semver, &[Ty::Semver], Ty::Bool),
+    ("isLessThan", Ty::Semver, &[Ty::Semver], Ty::Bool),
+    ("compareTo", Ty::Semver, &[Ty::Semver], Ty::Int),
+    ("major", Ty::Semver, &[], Ty::Int),
+    ("minor", Ty::Semver, &[], Ty::Int),
+    ("patch", Ty::Semver, &[], Ty::Int),
+    ("family", Ty::Ip, &[], Ty::Int),
+    ("isUnspecified", Ty::Ip, &[], Ty::Bool),
+    ("isLoopback", Ty::Ip, &[], Ty::Bool),
+    ("isLinkLocalMulticast", Ty::Ip, &[], Ty::Bool),
+    ("isLinkLocalUnicast", Ty::Ip, &[], Ty::Bool),
+    ("isGlobalUnicast", Ty::Ip, &[], Ty::Bool),
+    ("containsIP", Ty::Cidr, &[Ty::Ip], Ty::Bool),
+    ("containsIP", Ty::Cidr, &[Ty::String], Ty::Bool),
+    ("containsCIDR", Ty::Cidr, &[Ty::Cidr], Ty::Bool),
+    ("containsCIDR", Ty::Cidr, &[Ty::String], Ty::Bool),
+    ("ip", Ty::Cidr, &[], Ty::Ip),
+    ("prefixLength", Ty::Cidr, &[], Ty::Int),
+    ("masked", Ty::Cidr, &[], Ty::Cidr),
+    ("getScheme", Ty::Url, &[], Ty::String),
+    ("getHost", Ty::Url, &[], Ty::String),
+    ("getHostname", Ty::Url, &[], Ty::String),
+    ("getPort", Ty::Url, &[], Ty::String),
+    ("getEscapedPath", Ty::Url, &[], Ty::String),
+    ("getQuery", Ty::Url, &[], Ty::String),
+];
+
 /// One compile error at an expression.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Issue {
@@ -157,6 +216,37 @@ struct Checker {
     /// Inside a call whose literals are exempt from the homogeneity check (`format`,
     /// `sets.contains`...), how deep.
     exempt_depth: usize,
+}
+
+/// The qualified type names an expression may use as values upstream
+/// (`type(x) == net.IP`): the IP and CIDR libraries declare their types with the
+/// environment; `kubernetes.Quantity`, `kubernetes.Semver` and `kubernetes.URL` are not
+/// (upstream: "undeclared reference to 'kubernetes'").
+const DECLARED_TYPES: &[&str] = &["net.IP", "net.CIDR"];
+
+/// cel-go's built-in type identifiers.
+const BUILTIN_TYPES: &[&str] = &[
+    "bool",
+    "bytes",
+    "double",
+    "int",
+    "list",
+    "map",
+    "null_type",
+    "string",
+    "type",
+    "uint",
+];
+
+/// `a.b.c` when `e` is a chain of field selections on an identifier.
+fn qualified_name(e: &IdedExpr) -> Option<String> {
+    match &e.expr {
+        Expr::Ident(name) => Some(name.clone()),
+        Expr::Select(sel) if !sel.test => {
+            qualified_name(&sel.operand).map(|root| format!("{root}.{}", sel.field))
+        }
+        _ => None,
+    }
 }
 
 fn attributes_ty() -> Ty {
@@ -199,6 +289,8 @@ impl Checker {
             },
             Expr::Ident(name) => match self.lookup(name) {
                 Some(t) => t,
+                // cel-go's built-in type names are values of type `type`
+                None if BUILTIN_TYPES.contains(&name.as_str()) => Ty::Dyn,
                 // Variables that macro expansions introduce.
                 None if name.starts_with('@') || name.starts_with('#') => Ty::Dyn,
                 None => self.report(
@@ -207,6 +299,16 @@ impl Checker {
                 ),
             },
             Expr::Select(sel) => {
+                // A qualified type name (`net.IP`, `kubernetes.Quantity`), unless its
+                // root is a variable: a `type` value, as cel-go resolves it.
+                if !sel.test {
+                    if let Some(name) = qualified_name(e) {
+                        let root = name.split('.').next().unwrap_or_default();
+                        if DECLARED_TYPES.contains(&name.as_str()) && self.lookup(root).is_none() {
+                            return Ty::Dyn;
+                        }
+                    }
+                }
                 let operand = self.check(&sel.operand);
                 let field = match &operand {
                     Ty::Device => match sel.field.as_str() {
@@ -462,6 +564,46 @@ impl Checker {
             let refs: Vec<&Ty> = all.iter().collect();
             return overload_error(self, &refs);
         }
+        // Kubernetes' member functions: the receiver's overloads, or, on an open
+        // receiver, any overload that takes the (known) arguments
+        if let Some(t) = target.as_ref().filter(|t| **t != Ty::Error) {
+            let overloads: Vec<&(&str, Ty, &[Ty], Ty)> =
+                KUBE_MEMBERS.iter().filter(|o| o.0 == name).collect();
+            if !overloads.is_empty() && !args.contains(&Ty::Error) {
+                let takes = |want: &Ty, got: &Ty| got.open() || want == got;
+                let fitting: Vec<&&(&str, Ty, &[Ty], Ty)> = overloads
+                    .iter()
+                    .filter(|o| {
+                        takes(&o.1, t)
+                            && o.2.len() == args.len()
+                            && o.2.iter().zip(&args).all(|(w, g)| takes(w, g))
+                    })
+                    .collect();
+                let decides = t.kube() || args.iter().any(|a| a.closed() && a.kube());
+                if fitting.is_empty() && decides {
+                    return member_error(self, t, &args);
+                }
+                if t.closed() {
+                    if let Some(o) = fitting.first() {
+                        return o.3.clone();
+                    }
+                }
+            }
+        }
+        // `sign` is a global function of a quantity (`sign(q)`), not a member
+        if name == "sign" {
+            if let Some(t) = target.as_ref().filter(|t| t.closed()) {
+                return member_error(self, t, &args);
+            }
+            if let [a] = args.as_slice() {
+                if a.closed() && *a != Ty::Quantity {
+                    return overload_error(self, &[a]);
+                }
+                if target.is_none() {
+                    return Ty::Int;
+                }
+            }
+        }
         match (name, target.as_ref(), args.as_slice()) {
             ("size", None, [a])
                 if a.closed()
@@ -480,7 +622,8 @@ impl Checker {
             ("indexOf" | "lastIndexOf", Some(Ty::List(_)), [_]) => Ty::Int,
             ("_==_" | "_!=_", None, [a, b]) => {
                 // cross-type numeric comparisons cover `<` and friends, not `==`
-                if a.primitive() && b.primitive() && a != b {
+                let known = |t: &Ty| t.primitive() || t.kube();
+                if known(a) && known(b) && a != b {
                     return overload_error(self, &[a, b]);
                 }
                 Ty::Bool
@@ -532,7 +675,8 @@ impl Checker {
                     _ => a == b && a.numeric(),
                 };
                 if !ok {
-                    if (a.primitive() && b.primitive()) || matches!(a, Ty::List(_)) {
+                    let known = |t: &Ty| t.primitive() || t.kube();
+                    if (known(a) && known(b)) || matches!(a, Ty::List(_)) {
                         return overload_error(self, &[a, b]);
                     }
                     return Ty::Dyn;
@@ -571,7 +715,7 @@ impl Checker {
             ("semver", None, _) => Ty::Semver,
             ("isQuantity" | "isSemver", None, _) => Ty::Bool,
             (
-                "compareTo" | "sign" | "asInteger" | "major" | "minor" | "patch",
+                "compareTo" | "asInteger" | "major" | "minor" | "patch",
                 Some(Ty::Quantity | Ty::Semver),
                 _,
             ) => Ty::Int,
