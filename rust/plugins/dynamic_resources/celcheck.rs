@@ -60,6 +60,10 @@ pub enum Ty {
     Ip,
     Cidr,
     Url,
+    /// Kubernetes' `kubernetes.NamedFormat` (the format library).
+    Format,
+    /// `optional_type(T)`.
+    Optional(Box<Ty>),
     Device,
     /// Something already reported: no further errors about it.
     Error,
@@ -85,6 +89,8 @@ impl Ty {
             Ty::Cidr => "net.CIDR".into(),
             Ty::Url => "kubernetes.URL".into(),
             Ty::Device => "kubernetes.DRADevice".into(),
+            Ty::Format => "kubernetes.NamedFormat".into(),
+            Ty::Optional(t) => format!("optional_type({})", t.name()),
         }
     }
 
@@ -101,7 +107,7 @@ impl Ty {
     fn kube(&self) -> bool {
         matches!(
             self,
-            Ty::Quantity | Ty::Semver | Ty::Ip | Ty::Cidr | Ty::Url
+            Ty::Quantity | Ty::Semver | Ty::Ip | Ty::Cidr | Ty::Url | Ty::Format
         )
     }
 
@@ -116,7 +122,7 @@ impl Ty {
     /// nothing inside that is.
     fn closed(&self) -> bool {
         match self {
-            Ty::List(t) => t.closed(),
+            Ty::List(t) | Ty::Optional(t) => t.closed(),
             Ty::Map(k, v) => k.closed() && v.closed(),
             Ty::Dyn | Ty::Any | Ty::Error | Ty::Null => false,
             _ => true,
@@ -216,6 +222,178 @@ struct Checker {
     /// Inside a call whose literals are exempt from the homogeneity check (`format`,
     /// `sets.contains`...), how deep.
     exempt_depth: usize,
+    /// The `'<literal>'.format([...])` calls met, for cel-go's string format
+    /// validator, which runs once the expression checked without errors.
+    formats: Vec<FormatCall>,
+}
+
+/// A `format` call on a string literal with a list literal argument (cel-go's
+/// `matchConstantFormatStringWithListLiteralArgs`).
+struct FormatCall {
+    id: u64,
+    format: String,
+    args: Vec<FormatArg>,
+}
+
+/// A format argument: its id, type and, for a list or map literal, its elements (keys
+/// and values in order), which a `%s` clause verifies one by one.
+struct FormatArg {
+    id: u64,
+    ty: Ty,
+    elements: Vec<FormatArg>,
+}
+
+/// cel-go's `stringFormatChecker`: a clause's accepted kinds (the dynamic type always
+/// passes).
+#[derive(Clone, Copy)]
+enum Clause {
+    String,
+    Decimal,
+    Fixed,
+    Scientific,
+    Binary,
+    Hex,
+    Octal,
+}
+
+impl Clause {
+    fn accepts(self, t: &Ty) -> bool {
+        if *t == Ty::Dyn {
+            return true;
+        }
+        match self {
+            Clause::String => matches!(
+                t,
+                Ty::List(_)
+                    | Ty::Map(..)
+                    | Ty::Int
+                    | Ty::Uint
+                    | Ty::Double
+                    | Ty::Bool
+                    | Ty::String
+                    | Ty::Bytes
+                    | Ty::Null
+            ),
+            Clause::Decimal | Clause::Octal => matches!(t, Ty::Int | Ty::Uint),
+            Clause::Fixed | Clause::Scientific => matches!(t, Ty::Double | Ty::String),
+            Clause::Binary => matches!(t, Ty::Int | Ty::Uint | Ty::Bool),
+            Clause::Hex => matches!(t, Ty::Int | Ty::Uint | Ty::String | Ty::Bytes),
+        }
+    }
+
+    fn error(self, given: &str) -> String {
+        let what = match self {
+            Clause::String => "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps",
+            Clause::Decimal => "decimal clause can only be used on integers",
+            Clause::Fixed => "fixed-point clause can only be used on doubles",
+            Clause::Scientific => "scientific clause can only be used on doubles",
+            Clause::Binary => "only integers and bools can be formatted as binary",
+            Clause::Hex => "only integers, byte buffers, and strings can be formatted as hex",
+            Clause::Octal => "octal clause can only be used on integers",
+        };
+        format!("error during formatting: {what}, was given {given}")
+    }
+}
+
+/// cel-go's `Type.TypeName()` of a type, as the format validator prints it.
+fn type_name(t: &Ty) -> String {
+    match t {
+        Ty::Any => "google.protobuf.Any".into(),
+        Ty::List(_) => "list".into(),
+        Ty::Map(..) => "map".into(),
+        Ty::Null => "null_type".into(),
+        other => other.name(),
+    }
+}
+
+/// `%s`'s `verifyString`: the argument, then a literal's elements; the id of the
+/// first that does not pass.
+fn verify_string(arg: &FormatArg) -> Result<(), (u64, String)> {
+    if !Clause::String.accepts(&arg.ty) {
+        return Err((arg.id, type_name(&arg.ty)));
+    }
+    arg.elements.iter().try_for_each(verify_string)
+}
+
+/// cel-go's `parseFormatString` with the checker's callbacks: Ok(clauses read) or the
+/// error and the id it is reported at.
+fn validate_format(call: &FormatCall) -> Result<usize, (u64, String)> {
+    let f = call.format.as_bytes();
+    let (mut i, mut requested) = (0usize, 0usize);
+    while i < f.len() {
+        if f[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        if i + 1 < f.len() && f[i + 1] == b'%' {
+            i += 2;
+            continue;
+        }
+        let index = requested;
+        requested += 1;
+        if i + 1 >= f.len() {
+            return Err((call.id, "unexpected end of string".into()));
+        }
+        if index >= call.args.len() {
+            return Err((call.id, format!("index {index} out of range")));
+        }
+        let clause_err = |m: String| (call.id, format!("could not parse formatting clause: {m}"));
+        let mut j = i + 1;
+        if f[j] == b'.' {
+            j += 1;
+            let start = j;
+            loop {
+                if j >= f.len() {
+                    return Err(clause_err(
+                        "error while parsing precision: could not find end of precision specifier"
+                            .into(),
+                    ));
+                }
+                if !f[j].is_ascii_digit() {
+                    break;
+                }
+                j += 1;
+            }
+            let digits = &call.format[start..j];
+            if digits.parse::<i64>().is_err() {
+                return Err(clause_err(format!(
+                    "error while parsing precision: error while converting precision to \
+                     integer: strconv.Atoi: parsing {}: {}",
+                    super::cellib::go_quote(digits),
+                    if digits.is_empty() {
+                        "invalid syntax"
+                    } else {
+                        "value out of range"
+                    }
+                )));
+            }
+        }
+        let clause = match f[j] {
+            b's' => Clause::String,
+            b'd' => Clause::Decimal,
+            b'f' => Clause::Fixed,
+            b'e' => Clause::Scientific,
+            b'b' => Clause::Binary,
+            b'x' | b'X' => Clause::Hex,
+            b'o' => Clause::Octal,
+            other => {
+                return Err(clause_err(format!(
+                    "unrecognized formatting clause \"{}\"",
+                    char::from(other)
+                )))
+            }
+        };
+        let arg = &call.args[index];
+        match clause {
+            Clause::String => {
+                verify_string(arg).map_err(|(id, given)| (id, Clause::String.error(&given)))?
+            }
+            c if !c.accepts(&arg.ty) => return Err((arg.id, c.error(&type_name(&arg.ty)))),
+            _ => {}
+        }
+        i = j + 1;
+    }
+    Ok(requested)
 }
 
 /// The qualified type names an expression may use as values upstream
@@ -442,6 +620,35 @@ impl Checker {
         }
     }
 
+    /// A format argument's type (checked again, its issues already reported) and, for
+    /// a list or map literal, its elements'.
+    fn format_arg(&mut self, e: &IdedExpr) -> FormatArg {
+        let reported = self.issues.len();
+        self.exempt_depth += 1;
+        let ty = self.check(e);
+        self.exempt_depth -= 1;
+        self.issues.truncate(reported);
+        let elements = match &e.expr {
+            Expr::List(list) => list.elements.iter().map(|x| self.format_arg(x)).collect(),
+            Expr::Map(map) => map
+                .entries
+                .iter()
+                .filter_map(|entry| match &entry.expr {
+                    EntryExpr::MapEntry(me) => Some([me.key.clone(), me.value.clone()]),
+                    EntryExpr::StructField(_) => None,
+                })
+                .flatten()
+                .map(|x| self.format_arg(&x))
+                .collect(),
+            _ => Vec::new(),
+        };
+        FormatArg {
+            id: e.id,
+            ty,
+            elements,
+        }
+    }
+
     fn check_call(&mut self, id: u64, call: &cel::common::ast::CallExpr) -> Ty {
         let name = call.func_name.as_str();
         // A namespaced function (`sets.contains`, `strings.quote`, `math.greatest`...)
@@ -464,6 +671,18 @@ impl Checker {
         if exempt {
             self.exempt_depth -= 1;
         }
+        if let (Some(target), [arg]) = (call.target.as_deref(), call.args.as_slice()) {
+            if let (true, Expr::Literal(LiteralValue::String(f)), Expr::List(list)) =
+                (exempt, &target.expr, &arg.expr)
+            {
+                let args = list.elements.iter().map(|e| self.format_arg(e)).collect();
+                self.formats.push(FormatCall {
+                    id,
+                    format: f.to_string(),
+                    args,
+                });
+            }
+        }
         if !namespaced && !is_operator(name) && !KNOWN_FUNCTIONS.contains(&name) {
             let bare = name.rsplit('.').next().unwrap_or(name);
             if !(name.contains('.') && KNOWN_FUNCTIONS.contains(&bare)) {
@@ -481,10 +700,28 @@ impl Checker {
             // The namespaces of upstream's libraries (sets, strings.quote, lists.range,
             // cel.bind, optional, ip.isCanonical, format.named); any other is not
             // declared there.
-            if !matches!(
-                ns,
-                "sets" | "strings" | "lists" | "cel" | "optional" | "ip" | "format"
-            ) {
+            // The format library: `format.named(string)` and the named formats.
+            let format_fn = ns == "format"
+                && (name == "named" || super::celformat::FORMATS.iter().any(|(n, _)| *n == name));
+            if format_fn && name == "named" {
+                if let [a] = args.as_slice() {
+                    if a.closed() && *a != Ty::String {
+                        return self.report(
+                            id,
+                            format!(
+                                "found no matching overload for 'format.named' applied to '({})'",
+                                a.name()
+                            ),
+                        );
+                    }
+                }
+                return Ty::Optional(Box::new(Ty::Format));
+            }
+            if format_fn && args.is_empty() {
+                return Ty::Format;
+            }
+            if !matches!(ns, "sets" | "strings" | "lists" | "cel" | "optional" | "ip") && !format_fn
+            {
                 // cel-go: the namespace is an undeclared identifier, and the function
                 // an undeclared one unless some library declares a function of its name
                 let target_id = call.target.as_deref().map_or(id, |t| t.id);
@@ -563,6 +800,18 @@ impl Checker {
             let all: Vec<Ty> = args.clone();
             let refs: Vec<&Ty> = all.iter().collect();
             return overload_error(self, &refs);
+        }
+        // The format library's `validate` and optional values' `hasValue` / `value`
+        match (name, target.as_ref(), args.as_slice()) {
+            ("validate", Some(Ty::Format), [a]) => {
+                if a.closed() && *a != Ty::String {
+                    return member_error(self, &Ty::Format, &args);
+                }
+                return Ty::Optional(Box::new(Ty::List(Box::new(Ty::String))));
+            }
+            ("hasValue", Some(Ty::Optional(_)), []) => return Ty::Bool,
+            ("value", Some(Ty::Optional(t)), []) => return (**t).clone(),
+            _ => {}
         }
         // Kubernetes' member functions: the receiver's overloads, or, on an open
         // receiver, any overload that takes the (known) arguments
@@ -907,8 +1156,27 @@ pub fn check(expr: &IdedExpr) -> (Ty, Vec<Issue>) {
         exempt_depth: 0,
         scopes: Vec::new(),
         issues: Vec::new(),
+        formats: Vec::new(),
     };
     let t = c.check(expr);
+    // cel-go runs its AST validators (ext strings' string format validator) only on
+    // an expression that checked without errors
+    if c.issues.is_empty() {
+        for call in &c.formats {
+            match validate_format(call) {
+                Err((id, message)) => c.issues.push(Issue { id, message }),
+                Ok(requested) if call.args.len() > requested => c.issues.push(Issue {
+                    id: call.id,
+                    message: format!(
+                        "too many arguments supplied to string.format (expected {requested}, \
+                         got {})",
+                        call.args.len()
+                    ),
+                }),
+                Ok(_) => {}
+            }
+        }
+    }
     (t, c.issues)
 }
 

@@ -13,6 +13,7 @@ pub mod allocator;
 pub mod api;
 pub mod cel;
 pub mod celcheck;
+pub mod celformat;
 pub mod cellib;
 pub mod nodeselector;
 pub mod quantity;
