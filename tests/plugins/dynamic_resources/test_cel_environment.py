@@ -119,13 +119,14 @@ CASES: list[tuple[str, str, tuple[str, Any]]] = [
     # Kubernetes' format library
     (
         "format-library-valid-label",
-        f'!format.dns1123Label().validate({ATTRS}.model).hasValue()'
+        f"!format.dns1123Label().validate({ATTRS}.model).hasValue()"
         ' && format.named("uuid").hasValue() && !format.named("nope").hasValue()',
         ALLOCATED,
     ),
     (
         "format-library-messages",
-        f'format.uri().validate({ATTRS}.model).value() == [\'parse "a100": invalid URI for request\']',
+        f"format.uri().validate({ATTRS}.model).value()"
+        " == ['parse \"a100\": invalid URI for request']",
         ALLOCATED,
     ),
     ("format-library-invalid", '!format.date().validate("2023-02-29").hasValue()', UNALLOCATABLE),
