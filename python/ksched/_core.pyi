@@ -244,7 +244,13 @@ class DraDevices:
         in_flight: list[tuple[str, bytes]] = ...,
         allocated: list[tuple[int, bytes | None, bool]] = ...,
         timeout: float | None = None,
-        extended: tuple[list[tuple[str, bool]], list[bytes], bool, bool, list[tuple[str, str]]]
+        extended: tuple[
+            list[tuple[str, bool]],
+            list[tuple[list[int], bytes]] | None,
+            bool,
+            bool,
+            list[tuple[str, str]],
+        ]
         | None = None,
     ) -> DraAllocator:
         """DynamicResources' Filter for one pod and attempt: ``claims`` (``(ns/name,
@@ -253,9 +259,10 @@ class DraDevices:
         JSON)``), and the allocated claims (``(index, nodeSelector JSON or None,
         unavailable everywhere)``); ``timeout`` bounds one node's allocation.
         ``extended`` is the pod's claim for extended resources backed by DRA:
-        ``(resources (name, backed), variant claim JSON per mask of the backed ones,
-        the earlier claim has requests, the pod names no claim itself, (resource,
-        DeviceClass) of the backed ones)``."""
+        ``(resources (name, backed), the claim's variants (the indices, among the
+        backed ones, of the resources the nodes using it get from DRA, and its JSON;
+        None when the claim is allocated already), the earlier claim has requests, the
+        pod names no claim itself, (resource, DeviceClass) of the backed ones)``."""
     def compile_error(self, expression: str) -> str | None:
         """The compile error of a CEL selector; None when it compiles."""
 
@@ -274,7 +281,7 @@ class DraAllocator:
     def results_for(self, node: str) -> list[str] | None:
         """The allocations found for a feasible node (JSON per pending claim)."""
     def variant_for(self, node: str) -> int | None:
-        """The mask of the extended claim's variant allocated on ``node``."""
+        """The index of the extended claim's variant allocated on ``node``."""
     def unavailable_claims(self) -> list[int]:
         """Indices of the allocated claims that were not available on some node."""
     @property
@@ -529,6 +536,9 @@ class Snapshot:
         leaves them to DynamicResources on nodes whose allocatable has none."""
     @property
     def dra_extended_resources(self) -> list[str]: ...
+    def dra_extended_patterns(self, names: list[str]) -> list[list[int]]:
+        """The distinct sets, over the nodes, of the indices into ``names`` a node must
+        get from DRA (its allocatable has none of them), sorted."""
     def volume_binding_plan(
         self, request: VolumeBindingRequest, node_name: str
     ) -> tuple[list[tuple[int, int]], list[tuple[int, int | None]]] | None:

@@ -309,6 +309,27 @@ impl Snapshot {
         c
     }
 
+    /// DynamicResources' extended resources backed by DRA: the distinct sets, over the
+    /// snapshot's nodes, of the indices into `names` of the resources a node must get
+    /// from DRA (its allocatable has none of them, upstream `filterExtendedResources`'
+    /// `allocatable == 0`), sorted. The pod's claim for them needs one variant per set,
+    /// so PreFilter builds only the variants some node can use.
+    pub fn extended_patterns(&self, names: &[String]) -> Vec<Vec<usize>> {
+        let cols: Vec<Option<usize>> = names.iter().map(|n| self.resources.get(n)).collect();
+        let mut seen = std::collections::BTreeSet::new();
+        for slot in self.tree.list() {
+            let i = slot as usize;
+            let pattern: Vec<usize> = cols
+                .iter()
+                .enumerate()
+                .filter(|(_, col)| col.is_none_or(|c| self.allocatable[c][i] == 0))
+                .map(|(k, _)| k)
+                .collect();
+            seen.insert(pattern);
+        }
+        seen.into_iter().collect()
+    }
+
     /// Node `slot`'s allocatable amount of resource `name`, None when its allocatable
     /// does not list the name (upstream's `ScalarResources[name]` lookup with `ok`).
     pub fn listed_allocatable(&self, slot: u32, name: &str) -> Option<i64> {

@@ -405,6 +405,14 @@ impl Snapshot {
         }
     }
 
+    /// The distinct sets, over the nodes, of the indices into `names` (extended
+    /// resources backed by DRA) a node must get from DRA because its allocatable has
+    /// none of them; sorted (DynamicResources' PreFilter builds one variant of the
+    /// pod's claim for extended resources per set).
+    fn dra_extended_patterns(&self, names: Vec<String>) -> Vec<Vec<usize>> {
+        Snapshot::extended_patterns(self, &names)
+    }
+
     /// The names set by `set_dra_extended_resources`, sorted.
     #[getter]
     fn dra_extended_resources(&self) -> Vec<String> {

@@ -19,8 +19,11 @@ Any kind can be read, created (with ``generateName``), deleted, replaced and pat
 :meth:`~InMemoryCluster.patch_object`) with the
 API's rules: a stale ``resourceVersion`` is a :class:`Conflict`, a replace of a kind with
 a status subresource keeps the stored status (and ``subresource="status"`` replaces only
-the status). JSON merge patches and JSON patches are applied; strategic merge patches of
-arbitrary kinds are refused (415), since their list semantics live in Go struct tags.
+the status). JSON merge patches and JSON patches are applied; strategic merge patches are
+applied to the kinds whose Go patch tags :mod:`ksched.sim.strategic` carries (the DRA
+kinds) and refused (415) for the others, since their list semantics live in Go struct
+tags. A patch whose ``metadata.uid`` is not the object's fails (422), as the API
+server's immutable-UID validation makes it.
 
 ``history`` bounds the changes kept for watches to replay and ``max_events`` the Events
 kept (:attr:`InMemoryCluster.events`; every one is counted in ``event_counts``): a long
@@ -42,6 +45,7 @@ from typing import Any, get_args
 
 from ksched.cluster import (
     KIND_NAMES,
+    KIND_PATHS,
     APIError,
     Conflict,
     Gone,
@@ -52,6 +56,7 @@ from ksched.cluster import (
     PatchType,
     WatchEvent,
 )
+from ksched.sim.strategic import SCHEMAS, StrategicMergeError, strategic_merge_patch
 
 Obj = dict[str, Any]
 
@@ -75,6 +80,15 @@ _STATUS_SUBRESOURCE: frozenset[str] = frozenset(
         "elasticquotas.scheduling.x-k8s.io",
     }
 )
+
+
+def _group_kind(kind: Kind) -> str:
+    """``ResourceClaim.resource.k8s.io`` (``Pod`` for the core group), as the API
+    server's errors name a kind."""
+    name = KIND_NAMES.get(kind, kind)
+    path = KIND_PATHS.get(kind, ("/api/v1", True))[0]
+    parts = path.split("/")
+    return f"{name}.{parts[2]}" if parts[1] == "apis" else name
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -414,14 +428,28 @@ class InMemoryCluster:
                 patched = merge_patch(current, patch)
             elif patch_type == "json":
                 patched = json_patch(current, patch)
+            elif kind in SCHEMAS:
+                patched = strategic_merge_patch(current, patch, SCHEMAS[kind])
             else:
                 raise APIError(
                     415,
                     "UnsupportedMediaType",
                     f"the embedded cluster applies no strategic merge patch to {kind}",
                 )
+        except StrategicMergeError as exc:
+            raise APIError(400, "BadRequest", str(exc)) from exc
         except (KeyError, IndexError, ValueError, TypeError) as exc:
             raise APIError(422, "Invalid", f"{KIND_NAMES.get(kind, kind)} {name}: {exc}") from exc
+        uid = (patched.get("metadata") or {}).get("uid")
+        if uid and uid != current["metadata"].get("uid"):
+            # The API server's ValidateObjectMetaUpdate: a patch's metadata.uid must be
+            # the object's (DRA's Unreserve relies on it as a precondition).
+            raise APIError(
+                422,
+                "Invalid",
+                f'{_group_kind(kind)} "{name}" is invalid: metadata.uid: Invalid value: '
+                f'"{uid}": field is immutable',
+            )
         if subresource == "status":
             patched = {**current, "status": patched.get("status")}
         elif kind in _STATUS_SUBRESOURCE and not subresource:

@@ -13,8 +13,17 @@
 //! * an operator applied to two concrete types that no overload takes, e.g.
 //!   `device.driver == 1`: `found no matching overload for '_==_' applied to
 //!   '(string, int)'`;
+//! * a member function of Kubernetes' quantity, semver, IP, CIDR and URL libraries
+//!   that no overload takes (the receiver's, or on an attribute value any that takes the
+//!   known arguments): `found no matching overload for 'containsIP' applied to
+//!   'net.CIDR.(int)'`, and `sign`, a global function of a quantity, called as a member;
 //! * a result whose type is known and is not bool: `must evaluate to bool or the unknown
 //!   type, not string` (upstream's own check after compiling).
+//!
+//! Type names are upstream's (`net.IP`, `net.CIDR`, `kubernetes.URL`,
+//! `kubernetes.Quantity`); `net.IP`, `net.CIDR` and cel-go's built-in type names
+//! (`int`, `string`...) are values (`type(x) == net.IP`), `kubernetes.*` are not
+//! declared as values upstream ("undeclared reference to 'kubernetes'").
 //!
 //! Types are inferred bottom-up with the declared type of `device`
 //! (`kubernetes.DRADevice`: `driver` string, `allowMultipleAllocations` bool,
@@ -51,6 +60,10 @@ pub enum Ty {
     Ip,
     Cidr,
     Url,
+    /// Kubernetes' `kubernetes.NamedFormat` (the format library).
+    Format,
+    /// `optional_type(T)`.
+    Optional(Box<Ty>),
     Device,
     /// Something already reported: no further errors about it.
     Error,
@@ -76,6 +89,8 @@ impl Ty {
             Ty::Cidr => "net.CIDR".into(),
             Ty::Url => "kubernetes.URL".into(),
             Ty::Device => "kubernetes.DRADevice".into(),
+            Ty::Format => "kubernetes.NamedFormat".into(),
+            Ty::Optional(t) => format!("optional_type({})", t.name()),
         }
     }
 
@@ -86,6 +101,14 @@ impl Ty {
 
     fn numeric(&self) -> bool {
         matches!(self, Ty::Int | Ty::Uint | Ty::Double)
+    }
+
+    /// One of Kubernetes' library types.
+    fn kube(&self) -> bool {
+        matches!(
+            self,
+            Ty::Quantity | Ty::Semver | Ty::Ip | Ty::Cidr | Ty::Url | Ty::Format
+        )
     }
 
     fn primitive(&self) -> bool {
@@ -99,7 +122,7 @@ impl Ty {
     /// nothing inside that is.
     fn closed(&self) -> bool {
         match self {
-            Ty::List(t) => t.closed(),
+            Ty::List(t) | Ty::Optional(t) => t.closed(),
             Ty::Map(k, v) => k.closed() && v.closed(),
             Ty::Dyn | Ty::Any | Ty::Error | Ty::Null => false,
             _ => true,
@@ -144,6 +167,48 @@ const STRING_MEMBERS: &[(&str, &[&[Ty]])] = &[
     ("findAll", &[&[Ty::String], &[Ty::String, Ty::Int]]),
 ];
 
+/// The member functions of Kubernetes' quantity, semver, IP, CIDR and URL libraries:
+/// `(name, receiver, parameters, result)` per overload. A call whose receiver is one of
+/// these types, or whose arguments are, and that no overload takes is cel-go's "found
+/// no matching overload".
+const KUBE_MEMBERS: &[(&str, Ty, &[Ty], Ty)] = &[
+    ("isGreaterThan", Ty::Quantity, &[Ty::Quantity], Ty::Bool),
+    ("isLessThan", Ty::Quantity, &[Ty::Quantity], Ty::Bool),
+    ("compareTo", Ty::Quantity, &[Ty::Quantity], Ty::Int),
+    ("asApproximateFloat", Ty::Quantity, &[], Ty::Double),
+    ("asInteger", Ty::Quantity, &[], Ty::Int),
+    ("isInteger", Ty::Quantity, &[], Ty::Bool),
+    ("add", Ty::Quantity, &[Ty::Quantity], Ty::Quantity),
+    ("add", Ty::Quantity, &[Ty::Int], Ty::Quantity),
+    ("sub", Ty::Quantity, &[Ty::Quantity], Ty::Quantity),
+    ("sub", Ty::Quantity, &[Ty::Int], Ty::Quantity),
+    ("isGreaterThan", Ty::Semver, &[Ty::Semver], Ty::Bool),
+    ("isLessThan", Ty::Semver, &[Ty::Semver], Ty::Bool),
+    ("compareTo", Ty::Semver, &[Ty::Semver], Ty::Int),
+    ("major", Ty::Semver, &[], Ty::Int),
+    ("minor", Ty::Semver, &[], Ty::Int),
+    ("patch", Ty::Semver, &[], Ty::Int),
+    ("family", Ty::Ip, &[], Ty::Int),
+    ("isUnspecified", Ty::Ip, &[], Ty::Bool),
+    ("isLoopback", Ty::Ip, &[], Ty::Bool),
+    ("isLinkLocalMulticast", Ty::Ip, &[], Ty::Bool),
+    ("isLinkLocalUnicast", Ty::Ip, &[], Ty::Bool),
+    ("isGlobalUnicast", Ty::Ip, &[], Ty::Bool),
+    ("containsIP", Ty::Cidr, &[Ty::Ip], Ty::Bool),
+    ("containsIP", Ty::Cidr, &[Ty::String], Ty::Bool),
+    ("containsCIDR", Ty::Cidr, &[Ty::Cidr], Ty::Bool),
+    ("containsCIDR", Ty::Cidr, &[Ty::String], Ty::Bool),
+    ("ip", Ty::Cidr, &[], Ty::Ip),
+    ("prefixLength", Ty::Cidr, &[], Ty::Int),
+    ("masked", Ty::Cidr, &[], Ty::Cidr),
+    ("getScheme", Ty::Url, &[], Ty::String),
+    ("getHost", Ty::Url, &[], Ty::String),
+    ("getHostname", Ty::Url, &[], Ty::String),
+    ("getPort", Ty::Url, &[], Ty::String),
+    ("getEscapedPath", Ty::Url, &[], Ty::String),
+    ("getQuery", Ty::Url, &[], Ty::String),
+];
+
 /// One compile error at an expression.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Issue {
@@ -157,6 +222,209 @@ struct Checker {
     /// Inside a call whose literals are exempt from the homogeneity check (`format`,
     /// `sets.contains`...), how deep.
     exempt_depth: usize,
+    /// The `'<literal>'.format([...])` calls met, for cel-go's string format
+    /// validator, which runs once the expression checked without errors.
+    formats: Vec<FormatCall>,
+}
+
+/// A `format` call on a string literal with a list literal argument (cel-go's
+/// `matchConstantFormatStringWithListLiteralArgs`).
+struct FormatCall {
+    id: u64,
+    format: String,
+    args: Vec<FormatArg>,
+}
+
+/// A format argument: its id, type and, for a list or map literal, its elements (keys
+/// and values in order), which a `%s` clause verifies one by one.
+struct FormatArg {
+    id: u64,
+    ty: Ty,
+    elements: Vec<FormatArg>,
+}
+
+/// cel-go's `stringFormatChecker`: a clause's accepted kinds (the dynamic type always
+/// passes).
+#[derive(Clone, Copy)]
+enum Clause {
+    String,
+    Decimal,
+    Fixed,
+    Scientific,
+    Binary,
+    Hex,
+    Octal,
+}
+
+impl Clause {
+    fn accepts(self, t: &Ty) -> bool {
+        if *t == Ty::Dyn {
+            return true;
+        }
+        match self {
+            Clause::String => matches!(
+                t,
+                Ty::List(_)
+                    | Ty::Map(..)
+                    | Ty::Int
+                    | Ty::Uint
+                    | Ty::Double
+                    | Ty::Bool
+                    | Ty::String
+                    | Ty::Bytes
+                    | Ty::Null
+            ),
+            Clause::Decimal | Clause::Octal => matches!(t, Ty::Int | Ty::Uint),
+            Clause::Fixed | Clause::Scientific => matches!(t, Ty::Double | Ty::String),
+            Clause::Binary => matches!(t, Ty::Int | Ty::Uint | Ty::Bool),
+            Clause::Hex => matches!(t, Ty::Int | Ty::Uint | Ty::String | Ty::Bytes),
+        }
+    }
+
+    fn error(self, given: &str) -> String {
+        let what = match self {
+            Clause::String => "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps",
+            Clause::Decimal => "decimal clause can only be used on integers",
+            Clause::Fixed => "fixed-point clause can only be used on doubles",
+            Clause::Scientific => "scientific clause can only be used on doubles",
+            Clause::Binary => "only integers and bools can be formatted as binary",
+            Clause::Hex => "only integers, byte buffers, and strings can be formatted as hex",
+            Clause::Octal => "octal clause can only be used on integers",
+        };
+        format!("error during formatting: {what}, was given {given}")
+    }
+}
+
+/// cel-go's `Type.TypeName()` of a type, as the format validator prints it.
+fn type_name(t: &Ty) -> String {
+    match t {
+        Ty::Any => "google.protobuf.Any".into(),
+        Ty::List(_) => "list".into(),
+        Ty::Map(..) => "map".into(),
+        Ty::Null => "null_type".into(),
+        other => other.name(),
+    }
+}
+
+/// `%s`'s `verifyString`: the argument, then a literal's elements; the id of the
+/// first that does not pass.
+fn verify_string(arg: &FormatArg) -> Result<(), (u64, String)> {
+    if !Clause::String.accepts(&arg.ty) {
+        return Err((arg.id, type_name(&arg.ty)));
+    }
+    arg.elements.iter().try_for_each(verify_string)
+}
+
+/// cel-go's `parseFormatString` with the checker's callbacks: Ok(clauses read) or the
+/// error and the id it is reported at.
+fn validate_format(call: &FormatCall) -> Result<usize, (u64, String)> {
+    let f = call.format.as_bytes();
+    let (mut i, mut requested) = (0usize, 0usize);
+    while i < f.len() {
+        if f[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        if i + 1 < f.len() && f[i + 1] == b'%' {
+            i += 2;
+            continue;
+        }
+        let index = requested;
+        requested += 1;
+        if i + 1 >= f.len() {
+            return Err((call.id, "unexpected end of string".into()));
+        }
+        if index >= call.args.len() {
+            return Err((call.id, format!("index {index} out of range")));
+        }
+        let clause_err = |m: String| (call.id, format!("could not parse formatting clause: {m}"));
+        let mut j = i + 1;
+        if f[j] == b'.' {
+            j += 1;
+            let start = j;
+            loop {
+                if j >= f.len() {
+                    return Err(clause_err(
+                        "error while parsing precision: could not find end of precision specifier"
+                            .into(),
+                    ));
+                }
+                if !f[j].is_ascii_digit() {
+                    break;
+                }
+                j += 1;
+            }
+            let digits = &call.format[start..j];
+            if digits.parse::<i64>().is_err() {
+                return Err(clause_err(format!(
+                    "error while parsing precision: error while converting precision to \
+                     integer: strconv.Atoi: parsing {}: {}",
+                    super::cellib::go_quote(digits),
+                    if digits.is_empty() {
+                        "invalid syntax"
+                    } else {
+                        "value out of range"
+                    }
+                )));
+            }
+        }
+        let clause = match f[j] {
+            b's' => Clause::String,
+            b'd' => Clause::Decimal,
+            b'f' => Clause::Fixed,
+            b'e' => Clause::Scientific,
+            b'b' => Clause::Binary,
+            b'x' | b'X' => Clause::Hex,
+            b'o' => Clause::Octal,
+            other => {
+                return Err(clause_err(format!(
+                    "unrecognized formatting clause \"{}\"",
+                    char::from(other)
+                )))
+            }
+        };
+        let arg = &call.args[index];
+        match clause {
+            Clause::String => {
+                verify_string(arg).map_err(|(id, given)| (id, Clause::String.error(&given)))?
+            }
+            c if !c.accepts(&arg.ty) => return Err((arg.id, c.error(&type_name(&arg.ty)))),
+            _ => {}
+        }
+        i = j + 1;
+    }
+    Ok(requested)
+}
+
+/// The qualified type names an expression may use as values upstream
+/// (`type(x) == net.IP`): the IP and CIDR libraries declare their types with the
+/// environment; `kubernetes.Quantity`, `kubernetes.Semver` and `kubernetes.URL` are not
+/// (upstream: "undeclared reference to 'kubernetes'").
+const DECLARED_TYPES: &[&str] = &["net.IP", "net.CIDR"];
+
+/// cel-go's built-in type identifiers.
+const BUILTIN_TYPES: &[&str] = &[
+    "bool",
+    "bytes",
+    "double",
+    "int",
+    "list",
+    "map",
+    "null_type",
+    "string",
+    "type",
+    "uint",
+];
+
+/// `a.b.c` when `e` is a chain of field selections on an identifier.
+fn qualified_name(e: &IdedExpr) -> Option<String> {
+    match &e.expr {
+        Expr::Ident(name) => Some(name.clone()),
+        Expr::Select(sel) if !sel.test => {
+            qualified_name(&sel.operand).map(|root| format!("{root}.{}", sel.field))
+        }
+        _ => None,
+    }
 }
 
 fn attributes_ty() -> Ty {
@@ -199,6 +467,8 @@ impl Checker {
             },
             Expr::Ident(name) => match self.lookup(name) {
                 Some(t) => t,
+                // cel-go's built-in type names are values of type `type`
+                None if BUILTIN_TYPES.contains(&name.as_str()) => Ty::Dyn,
                 // Variables that macro expansions introduce.
                 None if name.starts_with('@') || name.starts_with('#') => Ty::Dyn,
                 None => self.report(
@@ -207,6 +477,16 @@ impl Checker {
                 ),
             },
             Expr::Select(sel) => {
+                // A qualified type name (`net.IP`, `kubernetes.Quantity`), unless its
+                // root is a variable: a `type` value, as cel-go resolves it.
+                if !sel.test {
+                    if let Some(name) = qualified_name(e) {
+                        let root = name.split('.').next().unwrap_or_default();
+                        if DECLARED_TYPES.contains(&name.as_str()) && self.lookup(root).is_none() {
+                            return Ty::Dyn;
+                        }
+                    }
+                }
                 let operand = self.check(&sel.operand);
                 let field = match &operand {
                     Ty::Device => match sel.field.as_str() {
@@ -340,6 +620,35 @@ impl Checker {
         }
     }
 
+    /// A format argument's type (checked again, its issues already reported) and, for
+    /// a list or map literal, its elements'.
+    fn format_arg(&mut self, e: &IdedExpr) -> FormatArg {
+        let reported = self.issues.len();
+        self.exempt_depth += 1;
+        let ty = self.check(e);
+        self.exempt_depth -= 1;
+        self.issues.truncate(reported);
+        let elements = match &e.expr {
+            Expr::List(list) => list.elements.iter().map(|x| self.format_arg(x)).collect(),
+            Expr::Map(map) => map
+                .entries
+                .iter()
+                .filter_map(|entry| match &entry.expr {
+                    EntryExpr::MapEntry(me) => Some([me.key.clone(), me.value.clone()]),
+                    EntryExpr::StructField(_) => None,
+                })
+                .flatten()
+                .map(|x| self.format_arg(&x))
+                .collect(),
+            _ => Vec::new(),
+        };
+        FormatArg {
+            id: e.id,
+            ty,
+            elements,
+        }
+    }
+
     fn check_call(&mut self, id: u64, call: &cel::common::ast::CallExpr) -> Ty {
         let name = call.func_name.as_str();
         // A namespaced function (`sets.contains`, `strings.quote`, `math.greatest`...)
@@ -362,6 +671,18 @@ impl Checker {
         if exempt {
             self.exempt_depth -= 1;
         }
+        if let (Some(target), [arg]) = (call.target.as_deref(), call.args.as_slice()) {
+            if let (true, Expr::Literal(LiteralValue::String(f)), Expr::List(list)) =
+                (exempt, &target.expr, &arg.expr)
+            {
+                let args = list.elements.iter().map(|e| self.format_arg(e)).collect();
+                self.formats.push(FormatCall {
+                    id,
+                    format: f.to_string(),
+                    args,
+                });
+            }
+        }
         if !namespaced && !is_operator(name) && !KNOWN_FUNCTIONS.contains(&name) {
             let bare = name.rsplit('.').next().unwrap_or(name);
             if !(name.contains('.') && KNOWN_FUNCTIONS.contains(&bare)) {
@@ -379,10 +700,28 @@ impl Checker {
             // The namespaces of upstream's libraries (sets, strings.quote, lists.range,
             // cel.bind, optional, ip.isCanonical, format.named); any other is not
             // declared there.
-            if !matches!(
-                ns,
-                "sets" | "strings" | "lists" | "cel" | "optional" | "ip" | "format"
-            ) {
+            // The format library: `format.named(string)` and the named formats.
+            let format_fn = ns == "format"
+                && (name == "named" || super::celformat::FORMATS.iter().any(|(n, _)| *n == name));
+            if format_fn && name == "named" {
+                if let [a] = args.as_slice() {
+                    if a.closed() && *a != Ty::String {
+                        return self.report(
+                            id,
+                            format!(
+                                "found no matching overload for 'format.named' applied to '({})'",
+                                a.name()
+                            ),
+                        );
+                    }
+                }
+                return Ty::Optional(Box::new(Ty::Format));
+            }
+            if format_fn && args.is_empty() {
+                return Ty::Format;
+            }
+            if !matches!(ns, "sets" | "strings" | "lists" | "cel" | "optional" | "ip") && !format_fn
+            {
                 // cel-go: the namespace is an undeclared identifier, and the function
                 // an undeclared one unless some library declares a function of its name
                 let target_id = call.target.as_deref().map_or(id, |t| t.id);
@@ -462,6 +801,58 @@ impl Checker {
             let refs: Vec<&Ty> = all.iter().collect();
             return overload_error(self, &refs);
         }
+        // The format library's `validate` and optional values' `hasValue` / `value`
+        match (name, target.as_ref(), args.as_slice()) {
+            ("validate", Some(Ty::Format), [a]) => {
+                if a.closed() && *a != Ty::String {
+                    return member_error(self, &Ty::Format, &args);
+                }
+                return Ty::Optional(Box::new(Ty::List(Box::new(Ty::String))));
+            }
+            ("hasValue", Some(Ty::Optional(_)), []) => return Ty::Bool,
+            ("value", Some(Ty::Optional(t)), []) => return (**t).clone(),
+            _ => {}
+        }
+        // Kubernetes' member functions: the receiver's overloads, or, on an open
+        // receiver, any overload that takes the (known) arguments
+        if let Some(t) = target.as_ref().filter(|t| **t != Ty::Error) {
+            let overloads: Vec<&(&str, Ty, &[Ty], Ty)> =
+                KUBE_MEMBERS.iter().filter(|o| o.0 == name).collect();
+            if !overloads.is_empty() && !args.contains(&Ty::Error) {
+                let takes = |want: &Ty, got: &Ty| got.open() || want == got;
+                let fitting: Vec<&&(&str, Ty, &[Ty], Ty)> = overloads
+                    .iter()
+                    .filter(|o| {
+                        takes(&o.1, t)
+                            && o.2.len() == args.len()
+                            && o.2.iter().zip(&args).all(|(w, g)| takes(w, g))
+                    })
+                    .collect();
+                let decides = t.kube() || args.iter().any(|a| a.closed() && a.kube());
+                if fitting.is_empty() && decides {
+                    return member_error(self, t, &args);
+                }
+                if t.closed() {
+                    if let Some(o) = fitting.first() {
+                        return o.3.clone();
+                    }
+                }
+            }
+        }
+        // `sign` is a global function of a quantity (`sign(q)`), not a member
+        if name == "sign" {
+            if let Some(t) = target.as_ref().filter(|t| t.closed()) {
+                return member_error(self, t, &args);
+            }
+            if let [a] = args.as_slice() {
+                if a.closed() && *a != Ty::Quantity {
+                    return overload_error(self, &[a]);
+                }
+                if target.is_none() {
+                    return Ty::Int;
+                }
+            }
+        }
         match (name, target.as_ref(), args.as_slice()) {
             ("size", None, [a])
                 if a.closed()
@@ -480,7 +871,8 @@ impl Checker {
             ("indexOf" | "lastIndexOf", Some(Ty::List(_)), [_]) => Ty::Int,
             ("_==_" | "_!=_", None, [a, b]) => {
                 // cross-type numeric comparisons cover `<` and friends, not `==`
-                if a.primitive() && b.primitive() && a != b {
+                let known = |t: &Ty| t.primitive() || t.kube();
+                if known(a) && known(b) && a != b {
                     return overload_error(self, &[a, b]);
                 }
                 Ty::Bool
@@ -532,7 +924,8 @@ impl Checker {
                     _ => a == b && a.numeric(),
                 };
                 if !ok {
-                    if (a.primitive() && b.primitive()) || matches!(a, Ty::List(_)) {
+                    let known = |t: &Ty| t.primitive() || t.kube();
+                    if (known(a) && known(b)) || matches!(a, Ty::List(_)) {
                         return overload_error(self, &[a, b]);
                     }
                     return Ty::Dyn;
@@ -571,7 +964,7 @@ impl Checker {
             ("semver", None, _) => Ty::Semver,
             ("isQuantity" | "isSemver", None, _) => Ty::Bool,
             (
-                "compareTo" | "sign" | "asInteger" | "major" | "minor" | "patch",
+                "compareTo" | "asInteger" | "major" | "minor" | "patch",
                 Some(Ty::Quantity | Ty::Semver),
                 _,
             ) => Ty::Int,
@@ -763,8 +1156,27 @@ pub fn check(expr: &IdedExpr) -> (Ty, Vec<Issue>) {
         exempt_depth: 0,
         scopes: Vec::new(),
         issues: Vec::new(),
+        formats: Vec::new(),
     };
     let t = c.check(expr);
+    // cel-go runs its AST validators (ext strings' string format validator) only on
+    // an expression that checked without errors
+    if c.issues.is_empty() {
+        for call in &c.formats {
+            match validate_format(call) {
+                Err((id, message)) => c.issues.push(Issue { id, message }),
+                Ok(requested) if call.args.len() > requested => c.issues.push(Issue {
+                    id: call.id,
+                    message: format!(
+                        "too many arguments supplied to string.format (expected {requested}, \
+                         got {})",
+                        call.args.len()
+                    ),
+                }),
+                Ok(_) => {}
+            }
+        }
+    }
     (t, c.issues)
 }
 

@@ -982,6 +982,13 @@ impl GoUrl {
         Ok(url)
     }
 
+    /// `url.ParseRequestURI`'s error for `raw`, None when it accepts it.
+    pub fn request_uri_error(raw: &str) -> Option<String> {
+        GoUrl::parse_inner(raw, true)
+            .err()
+            .map(|e| format!("parse {}: {e}", go_quote(raw)))
+    }
+
     /// Whether `url.ParseRequestURI` accepts `raw` (upstream `isURL`).
     pub fn is_request_uri(raw: &str) -> bool {
         GoUrl::parse_inner(raw, true).is_ok()
@@ -1331,7 +1338,12 @@ fn is_kubernetes_value(v: &dyn Val) -> bool {
     let t = v.get_type().name();
     matches!(
         t,
-        "kubernetes.Quantity" | "kubernetes.Semver" | "kubernetes.URL" | "net.IP" | "net.CIDR"
+        "kubernetes.Quantity"
+            | "kubernetes.Semver"
+            | "kubernetes.URL"
+            | "kubernetes.NamedFormat"
+            | "net.IP"
+            | "net.CIDR"
     )
 }
 
@@ -1340,6 +1352,9 @@ fn is_kubernetes_value(v: &dyn Val) -> bool {
 /// defaults. `join`'s cost is its result's: asked first without it, `None` then.
 pub fn call_cost(function: &str, args: &[&dyn Val], result: Option<&dyn Val>) -> Option<u64> {
     use cel::cost::actual_size as size;
+    if let Some(cost) = super::celformat::call_cost(function, args) {
+        return Some(cost);
+    }
     let first = args.first().copied();
     match function {
         "isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" => {

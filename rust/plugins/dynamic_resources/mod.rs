@@ -13,6 +13,7 @@ pub mod allocator;
 pub mod api;
 pub mod cel;
 pub mod celcheck;
+pub mod celformat;
 pub mod cellib;
 pub mod nodeselector;
 pub mod quantity;
@@ -203,12 +204,14 @@ impl DraDevices {
     ///
     /// `extended` describes the pod's claim for extended resources backed by DRA
     /// (DRAExtendedResource), None when it has none: `(resources, variants, prior,
-    /// no_user_claims)` where `resources` are `(name, backed by a DeviceClass)` of the
-    /// pod's DRA-extended-name requests, `variants[mask]` the claim JSON for the nodes
-    /// where the backed resources of `mask` (bit i: the i-th backed one) must come from
-    /// DRA (empty when that claim is allocated already), `prior` whether the claim
-    /// from an earlier cycle has requests (no node can use it), and `no_user_claims`
-    /// whether the pod names no ResourceClaim of its own.
+    /// no_user_claims, classes)` where `resources` are `(name, backed by a DeviceClass)`
+    /// of the pod's DRA-extended-name requests, `variants` the claim's variants as
+    /// `(the indices, among the backed resources, of those the nodes using it must get
+    /// from DRA, claim JSON)` (None when that claim is allocated already; a node whose
+    /// set has no variant fails the attempt with an error), `prior` whether the claim
+    /// from an earlier cycle has requests (no node can use it), `no_user_claims`
+    /// whether the pod names no ResourceClaim of its own, and `classes` the DeviceClass
+    /// of each backed resource.
     #[pyo3(signature = (claims, in_flight = Vec::new(), allocated = Vec::new(), timeout = None, extended = None))]
     fn allocator(
         &mut self,
@@ -232,26 +235,26 @@ impl DraDevices {
             checks.push((index, selector, unavailable));
         }
         let mut variant_claims = Vec::new();
+        let mut variant_index = HashMap::new();
         let mut ext = None;
         let mut ext_classes = HashMap::new();
         if let Some((resources, variants, prior, no_user_claims, classes)) = extended {
             ext_classes = classes.into_iter().collect();
             let backed = resources.iter().filter(|(_, b)| *b).count();
-            if !variants.is_empty() && variants.len() != 1usize << backed.min(16) {
-                return Err(PyValueError::new_err(format!(
-                    "extended resource claim: {} variants for {backed} resources backed by DRA",
-                    variants.len()
-                )));
-            }
-            for (mask, obj) in variants.iter().enumerate() {
-                let claim: ResourceClaim = decode(
-                    "ResourceClaim",
-                    &format!("<extended-resources>#{mask}"),
-                    obj,
-                )?;
+            for (i, (pattern, obj)) in variants.iter().flatten().enumerate() {
+                if pattern.iter().any(|&k| k >= backed)
+                    || variant_index.insert(pattern.clone(), i).is_some()
+                {
+                    return Err(PyValueError::new_err(format!(
+                        "extended resource claim: variant #{i} for {pattern:?} of {backed} \
+                         resources backed by DRA is out of range or repeated"
+                    )));
+                }
+                let claim: ResourceClaim =
+                    decode("ResourceClaim", &format!("<extended-resources>#{i}"), obj)?;
                 variant_claims.push(Arc::new(claim));
             }
-            ext = Some((resources, prior, no_user_claims));
+            ext = Some((resources, prior, no_user_claims, variants.is_none()));
         }
         let need = !parsed.is_empty() || !variant_claims.is_empty();
         let mut build = None;
@@ -286,20 +289,24 @@ impl DraDevices {
             )
         };
         let allocator = (!parsed.is_empty()).then(|| make(parsed.clone()));
-        let extended = ext.map(|(resources, prior, no_user_claims)| ExtendedFilter {
-            resources,
-            variants: variant_claims
-                .iter()
-                .map(|c| {
-                    let mut claims = parsed.clone();
-                    claims.push(c.clone());
-                    make(claims)
-                })
-                .collect(),
-            prior,
-            no_user_claims,
-            classes: ext_classes,
-        });
+        let extended = ext.map(
+            |(resources, prior, no_user_claims, allocated)| ExtendedFilter {
+                resources,
+                allocated,
+                index: variant_index,
+                variants: variant_claims
+                    .iter()
+                    .map(|c| {
+                        let mut claims = parsed.clone();
+                        claims.push(c.clone());
+                        make(claims)
+                    })
+                    .collect(),
+                prior,
+                no_user_claims,
+                classes: ext_classes,
+            },
+        );
         Ok(DraAllocator {
             inner: Arc::new(DraFilter {
                 allocator,
@@ -339,7 +346,7 @@ type Totals = Option<(i64, i64)>;
 /// The `extended` argument of [`DraDevices::allocator`].
 type ExtendedArg = (
     Vec<(String, bool)>,
-    Vec<Vec<u8>>,
+    Option<Vec<(Vec<usize>, Vec<u8>)>>,
     bool,
     bool,
     Vec<(String, String)>,
@@ -350,10 +357,14 @@ type ExtendedArg = (
 pub struct ExtendedFilter {
     /// `(name, backed by a DeviceClass)` of the pod's DRA-extended-name requests.
     resources: Vec<(String, bool)>,
-    /// The allocator of the pod's claims with the node's variant of the extended
-    /// claim, by mask of the backed resources the node must get from DRA; empty when
-    /// that claim is allocated already.
+    /// The claim is allocated already: nothing to allocate per node.
+    allocated: bool,
+    /// The allocator of the pod's claims with each variant of the extended claim.
     variants: Vec<Allocator>,
+    /// The indices, among the backed resources, of those a node must get from DRA →
+    /// the variant for such nodes (upstream builds the node's variant in Filter;
+    /// PreFilter built one per set some node has).
+    index: HashMap<Vec<usize>, usize>,
     /// The claim from an earlier cycle has requests: no node can use it.
     prior: bool,
     no_user_claims: bool,
@@ -470,10 +481,11 @@ impl DraFilter {
     /// Upstream `filterExtendedResources`: Err(rejection) when the node cannot be used;
     /// Ok(None) when nothing is left to do on it (no user claim, every extended
     /// resource from a device plugin); otherwise the allocator to use there (None: the
-    /// base one) and the variant's mask.
+    /// base one) and the variant's index.
     #[allow(clippy::type_complexity)]
     fn extended_on(
         &self,
+        node_name: &str,
         node: &dyn NodeFacts,
     ) -> Result<Option<(Option<&Allocator>, Option<usize>)>, Option<Reject>> {
         let Some(ext) = &self.extended else {
@@ -482,13 +494,13 @@ impl DraFilter {
         if ext.prior {
             return Err(Self::reject(DETAIL_EXTENDED_PRIOR));
         }
-        let mut mask = 0usize;
+        let mut pattern = Vec::new();
         let mut bit = 0usize;
         for (name, backed) in &ext.resources {
             let listed = node.allocatable(name);
             let amount = listed.unwrap_or(0);
             if *backed && amount == 0 {
-                mask |= 1 << bit;
+                pattern.push(bit);
             } else if listed.is_none() {
                 return Err(Self::reject(DETAIL_EXTENDED_CANNOT_FIT));
             }
@@ -496,21 +508,30 @@ impl DraFilter {
                 bit += 1;
             }
         }
-        if ext.no_user_claims && mask == 0 {
+        if ext.no_user_claims && pattern.is_empty() {
             return Ok(None);
         }
-        if ext.variants.is_empty() {
+        if ext.allocated {
             // The extended claim is allocated already: nothing per node.
             if ext.no_user_claims {
                 return Ok(None);
             }
             return Ok(Some((None, None)));
         }
-        Ok(Some((ext.variants.get(mask), Some(mask))))
+        match ext.index.get(&pattern) {
+            Some(&i) => Ok(Some((ext.variants.get(i), Some(i)))),
+            None => {
+                self.fail(format!(
+                    "node {node_name}: no variant of the claim for extended resources for the \
+                     resources {pattern:?} it must get from DRA"
+                ));
+                Err(Self::reject(DETAIL_ERROR))
+            }
+        }
     }
 
     fn filter_node(&self, name: &str, node: &dyn NodeFacts) -> Option<Reject> {
-        let (chosen, variant) = match self.extended_on(node) {
+        let (chosen, variant) = match self.extended_on(name, node) {
             Err(reject) => return reject,
             Ok(None) => return None,
             Ok(Some(v)) => v,
@@ -703,8 +724,8 @@ impl DraAllocator {
             .map(|r| r.0.clone())
     }
 
-    /// The mask of the extended claim's variant allocated on `node` (bit i: the i-th
-    /// backed resource comes from DRA there), None when none was.
+    /// The index of the extended claim's variant allocated on `node` (in the order
+    /// `DraDevices::allocator` was given them), None when none was.
     fn variant_for(&self, node: &str) -> Option<usize> {
         self.inner
             .results

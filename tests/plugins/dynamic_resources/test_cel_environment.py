@@ -1,5 +1,5 @@
 """The allocator with selectors that use each library of upstream's CEL environment for
-device selectors (Kubernetes' lists, IP, CIDR, URL, quantity and semver libraries,
+device selectors (Kubernetes' lists, IP, CIDR, URL, quantity, semver and format libraries,
 cel-go's strings, lists and sets extensions, two-variable comprehensions) and its runtime
 cost limit.
 
@@ -116,6 +116,20 @@ CASES: list[tuple[str, str, tuple[str, Any]]] = [
         f' && {ATTRS}.driverVersion.isGreaterThan(semver("1.0.0"))',
         ALLOCATED,
     ),
+    # Kubernetes' format library
+    (
+        "format-library-valid-label",
+        f"!format.dns1123Label().validate({ATTRS}.model).hasValue()"
+        ' && format.named("uuid").hasValue() && !format.named("nope").hasValue()',
+        ALLOCATED,
+    ),
+    (
+        "format-library-messages",
+        f"format.uri().validate({ATTRS}.model).value()"
+        " == ['parse \"a100\": invalid URI for request']",
+        ALLOCATED,
+    ),
+    ("format-library-invalid", '!format.date().validate("2023-02-29").hasValue()', UNALLOCATABLE),
     # cel-go's two-variable comprehensions
     (
         "two-variable-exists",

@@ -668,3 +668,91 @@ async def test_most_allocated_counts_the_class_devices_where_dra_backs_the_resou
         c.create("pods", pod_asking("p", {GPU: "1"}))
         await wait_for(lambda: node_of(c, "p") is not None)
     assert node_of(c, "p") == ("n0" if busy else "n1")
+
+
+# ---- any number of extended resources backed by DRA (upstream builds each node's variant) --
+
+
+def many_classes(c: InMemoryCluster, n: int) -> list[str]:
+    """``n`` DeviceClasses, ``example.com/gpu-<i>`` each, selecting the devices whose
+    ``kind`` attribute is ``<i>``; returns the resource names."""
+    names = []
+    for i in range(n):
+        cls = dclass(f"gpu-{i:02d}", f"{GPU}-{i:02d}")
+        cls["spec"]["selectors"] = [
+            {"cel": {"expression": f'device.driver == "{DRIVER}"'}},
+            {"cel": {"expression": f'device.attributes["{DRIVER}"].kind == "{i:02d}"'}},
+        ]
+        c.create("deviceclasses", cls)
+        names.append(f"{GPU}-{i:02d}")
+    return names
+
+
+def kinded_gpus(node: str, kinds: list[int]) -> Obj:
+    devs = [device(f"gpu-{k:02d}", attributes={"kind": {"string": f"{k:02d}"}}) for k in kinds]
+    return slice_with_devices(f"{node}-gpus", node, node, DRIVER, *devs)
+
+
+@pytest.mark.parametrize("n", [11, 16])
+async def test_more_than_ten_extended_resources_backed_by_dra_are_all_allocated(n: int) -> None:
+    # Upstream's filterExtendedResources puts a request for every backed resource the
+    # node's allocatable lacks into the node's claim, however many there are.
+    c = InMemoryCluster()
+    names = many_classes(c, n)
+    c.create("nodes", make_node("n0", cpu="8", memory="32Gi"))
+    c.create("resourceslices", kinded_gpus("n0", list(range(n))))
+    async with Running(c):
+        c.create("pods", pod_asking("p", dict.fromkeys(names, "1")))
+        await wait_for(lambda: node_of(c, "p") == "n0")
+    [claim] = extended_claims(c)
+    classes = sorted(r["exactly"]["deviceClassName"] for r in claim["spec"]["devices"]["requests"])
+    assert classes == [f"gpu-{i:02d}" for i in range(n)]
+    results = claim["status"]["allocation"]["devices"]["results"]
+    assert sorted(r["device"] for r in results) == [f"gpu-{i:02d}" for i in range(n)]
+    pod = c.get("pods", "default/p")
+    assert pod is not None
+    mapped = pod["status"]["extendedResourceClaimStatus"]["requestMappings"]
+    assert sorted(m["resourceName"] for m in mapped) == names
+
+
+async def test_each_node_gets_the_variant_for_what_its_device_plugins_lack() -> None:
+    # Twelve backed resources; n0's device plugins provide the first six (so DRA only
+    # has to provide the other six there, and n0 has only those), n1 has no device
+    # plugin and only five devices: the pod fits n0 alone, with a claim for six.
+    c = InMemoryCluster()
+    names = many_classes(c, 12)
+    n0 = make_node("n0", cpu="8", memory="32Gi")
+    for name in names[:6]:
+        n0["status"]["allocatable"][name] = "1"
+    c.create("nodes", n0)
+    c.create("nodes", make_node("n1", cpu="8", memory="32Gi"))
+    c.create("resourceslices", kinded_gpus("n0", list(range(6, 12))))
+    c.create("resourceslices", kinded_gpus("n1", list(range(5))))
+    async with Running(c):
+        c.create("pods", pod_asking("p", dict.fromkeys(names, "1")))
+        await wait_for(lambda: node_of(c, "p") == "n0")
+    [claim] = extended_claims(c)
+    classes = sorted(r["exactly"]["deviceClassName"] for r in claim["spec"]["devices"]["requests"])
+    assert classes == [f"gpu-{i:02d}" for i in range(6, 12)]
+
+
+@pytest.mark.parametrize(
+    ("allocatable", "want"),
+    [
+        pytest.param([{}, {}], [[0, 1, 2]], id="no-device-plugin-anywhere"),
+        pytest.param([{"a": 1}, {}], [[0, 1, 2], [1, 2]], id="one-node-provides-a"),
+        pytest.param(
+            [{"a": 0, "b": 2}, {"a": 1, "b": 1, "c": 1}],
+            [[], [0, 2]],
+            id="listed-zero-comes-from-dra",
+        ),
+    ],
+)
+def test_snapshot_dra_extended_patterns(allocatable: list[dict[str, int]], want: Any) -> None:
+    from ksched import _core
+
+    snap = _core.Snapshot()
+    for i, extra in enumerate(allocatable):
+        amounts = {"cpu": 8000, **{f"{GPU}-{k}": v for k, v in extra.items()}}
+        snap.upsert_node(f"n{i}", amounts)
+    assert snap.dra_extended_patterns([f"{GPU}-{k}" for k in "abc"]) == want

@@ -585,3 +585,37 @@ async def test_pre_bind_waits_for_binding_conditions(
     assert handle.events == ["BindingConditionsPending"]
     allocations = handle.metrics.dra_binding_conditions_allocations
     assert allocations.get(("default-scheduler", DRIVER, label)) == 1
+
+
+async def test_a_failed_binding_unreserves_the_claim_with_upstreams_patch() -> None:
+    """The binding cycle fails after Reserve and PreBind (the Bind call fails): Unreserve
+    removes the pod from the claim's ``status.reservedFor`` with upstream's strategic
+    merge patch and leaves the allocation (upstream's Unreserve does not deallocate);
+    the next attempt reserves the allocated claim again and binds."""
+    from ksched.cluster import APIError
+
+    c = cluster(nodes=1, gpus=1)
+    failing = True
+
+    def fail_bind(namespace: str, name: str, node: str) -> Exception | None:
+        return APIError(500, "InternalError", "etcd is down") if failing else None
+
+    c.fail_bind = fail_bind
+
+    def claim_status() -> Obj:
+        return (c.get("resourceclaims", "default/claim-0") or {}).get("status") or {}
+
+    async with Running(c):
+        c.create("resourceclaims", claim("claim-0"))
+        c.create("pods", pod_with_claims("p", "claim-0"))
+        await wait_for(lambda: c.bind_calls >= 1)
+        await wait_for(lambda: "reservedFor" not in claim_status())
+        assert allocated(c, "claim-0") == [("n0", "gpu-0")]
+        failing = False
+        await wait_for(lambda: node_of(c, "p") == "n0")
+    pod = c.get("pods", "default/p")
+    assert pod is not None
+    assert claim_status()["reservedFor"] == [
+        {"resource": "pods", "name": "p", "uid": pod["metadata"]["uid"]}
+    ]
+    assert allocated(c, "claim-0") == [("n0", "gpu-0")]

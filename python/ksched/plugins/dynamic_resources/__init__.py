@@ -64,8 +64,7 @@ DRADeviceTaintRules, DRAListTypeAttributes and DRANodeAllocatableResources are o
 
 Differences from upstream (see the README): PostFilter's deallocation and deletion,
 and Unreserve's reservedFor removal and deletion, are sent in the background (the
-scheduling cycle does not wait for the API); a pod's claim for extended resources is
-built for at most ten of them backed by DRA (upstream: any number).
+scheduling cycle does not wait for the API).
 """
 
 from __future__ import annotations
@@ -153,9 +152,6 @@ DEFAULT_FILTER_TIMEOUT: Final = 10.0
 DEFAULT_BINDING_TIMEOUT: Final = 600.0
 #: ``resourceapi.ResourceClaimReservedForMaxSize``.
 RESERVED_FOR_MAX_SIZE: Final = 256
-#: The most extended resources backed by DRA one pod's claim is built for per node
-#: (the Filter keeps one variant of the claim per subset of them).
-MAX_EXTENDED_RESOURCES: Final = 10
 #: ``retry.DefaultRetry``: 5 steps of 10ms (jitter 0.1).
 _RETRY_STEPS: Final = 5
 _RETRY_DELAY: Final = 0.01
@@ -192,7 +188,7 @@ class _State:
     num_user: int = 0
     #: The UID of that claim at PreFilter (the in-memory one's is temporary).
     initial_extended_uid: str = ""
-    #: That claim per mask of the backed resources a node gets from DRA, and its
+    #: That claim's variants (``Snapshot.dra_extended_patterns``' order), and their
     #: container request mappings (``status.extendedResourceClaimStatus``).
     variants: list[Obj] = field(default_factory=list)
     mappings: list[list[Obj]] = field(default_factory=list)
@@ -373,7 +369,7 @@ class DynamicResources:
             user = self._pod_claims(pod)
         except ClaimError as exc:
             return None, _unresolvable(str(exc))
-        extended, backed = self._pre_filter_extended(pod)
+        extended = self._pre_filter_extended(pod)
         claims = [*user, extended] if extended is not None else user
         if not claims:
             return None, Status(Code.SKIP)
@@ -418,7 +414,7 @@ class DynamicResources:
             to_allocate.append((kobj(claim), orjson.dumps(claim)))
         ext_arg = None
         if extended is not None:
-            ext_arg = self._extended_filter(pod, s, extended, backed, extended_pending)
+            ext_arg = self._extended_filter(pod, s, extended, extended_pending)
         in_flight = [(k, orjson.dumps(a)) for k, a in self.tracker.in_flight()] if s.pending else []
         try:
             s.allocator = self.devices.allocator(
@@ -435,30 +431,36 @@ class DynamicResources:
         s.claims = claims
         return None, None
 
-    def _pre_filter_extended(self, pod: Pod) -> tuple[Obj | None, list[str]]:
+    def _pre_filter_extended(self, pod: Pod) -> Obj | None:
         """Upstream ``preFilterExtendedResources``: the claim for the pod's extended
         resources backed by DRA (the one an earlier cycle created, or a new in-memory
-        one) and the names of those resources; (None, []) when the pod requests none
-        or the gate is off."""
+        one); None when the pod requests none or the gate is off."""
         classes = self.manager.classes
         if classes is None or not has_mapped_request(pod.requests, classes):
-            return None, []
-        backed = sorted(
-            name
-            for name, amount in pod.requests.items()
-            if amount and is_dra_extended_resource_name(name) and name in classes
-        )
+            return None
         found = find_extended_resource_claim(pod.raw, self.tracker.extended_claims())
         if found is not None:
-            return found, backed
-        return special_claim(pod.raw), backed
+            return found
+        return special_claim(pod.raw)
 
     def _extended_filter(
-        self, pod: Pod, s: _State, claim: Obj, backed: list[str], pending: bool
-    ) -> tuple[list[tuple[str, bool]], list[bytes], bool, bool, list[tuple[str, str]]]:
+        self, pod: Pod, s: _State, claim: Obj, pending: bool
+    ) -> tuple[
+        list[tuple[str, bool]],
+        list[tuple[list[int], bytes]] | None,
+        bool,
+        bool,
+        list[tuple[str, str]],
+    ]:
         """The ``extended`` argument of ``DraDevices.allocator``: the pod's
         DRA-extended-name requests (with whether a class backs each), the claim's
-        variant for every subset of the backed ones, and the prior-claim flag."""
+        variants and the prior-claim flag.
+
+        Upstream's Filter builds each node's variant of the claim (the requests for the
+        backed resources the node's allocatable has none of). Here the Rust Filter picks
+        it from those PreFilter built: one per distinct set of such resources among the
+        snapshot's nodes (``Snapshot.dra_extended_patterns``), so any number of
+        resources costs at most one variant per node, usually one or two in all."""
         classes = self.manager.classes
         resources = sorted(
             (name, classes is not None and name in classes)
@@ -466,24 +468,18 @@ class DynamicResources:
             if amount and is_dra_extended_resource_name(name)
         )
         prior = bool(claim_requests(claim))
-        variants: list[bytes] = []
+        variants: list[tuple[list[int], bytes]] | None = None
         s.variants, s.mappings = [], []
         if pending and not prior and classes is not None:
-            names = [n for n, b in resources if b][:MAX_EXTENDED_RESOURCES]
-            if len(names) < len(backed):
-                log.warning(
-                    "pod %s: only the first %d extended resources backed by DRA are handled",
-                    pod.key,
-                    MAX_EXTENDED_RESOURCES,
-                )
-                resources = [(n, b and n in names) for n, b in resources]
-            for mask in range(1 << len(names)):
-                wanted = {n: pod.requests[n] for bit, n in enumerate(names) if mask & (1 << bit)}
+            names = [n for n, b in resources if b]
+            variants = []
+            for pattern in self._extended_patterns(names):
+                wanted = {names[k]: pod.requests[names[k]] for k in pattern}
                 reqs, maps = create_requests_and_mappings(pod.raw, wanted, classes)
                 variant = with_requests(claim, reqs)
                 s.variants.append(variant)
                 s.mappings.append(maps)
-                variants.append(orjson.dumps(variant))
+                variants.append((pattern, orjson.dumps(variant)))
         # Which class each backed resource maps to: NodeResourcesFit's and
         # BalancedAllocation's scores count its devices on nodes without the resource.
         mapped = []
@@ -492,6 +488,14 @@ class DynamicResources:
             if cls is not None:
                 mapped.append((name, str((cls.get("metadata") or {}).get("name") or "")))
         return resources, variants, prior, s.num_user == 0, mapped
+
+    def _extended_patterns(self, names: list[str]) -> list[list[int]]:
+        """The distinct sets of indices into ``names`` of the resources some node of
+        the snapshot must get from DRA."""
+        if self._handle is None:
+            return []
+        patterns: list[list[int]] = self._handle.snapshot.dra_extended_patterns(names)
+        return patterns
 
     def _unavailable_everywhere(self, claim: Obj) -> bool:
         """An allocated claim whose devices failed their binding conditions, or timed

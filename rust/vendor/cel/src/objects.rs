@@ -1403,9 +1403,14 @@ impl Value {
                 }
             }
             Expr::Ident(name) => {
-                cost::charge(1)?;
-                ctx.resolve_ident(name)
-                    .ok_or_else(|| ExecutionError::UndeclaredReference(Arc::new(name.to_string())))
+                let value = ctx
+                    .resolve_ident(name)
+                    .ok_or_else(|| ExecutionError::UndeclaredReference(Arc::new(name.to_string())));
+                // cel-go plans a type name (`int`, a registered type) as a constant,
+                // which costs nothing; a variable costs 1
+                let is_type = matches!(&value, Ok(v) if v.downcast_ref::<CelType>().is_some());
+                cost::charge(u64::from(!is_type))?;
+                value
             }
             Expr::Select(select) => {
                 // `has(a.b.c)` tests for `c` on `a.b`: only its operand is a name
@@ -1425,9 +1430,13 @@ impl Value {
                     return select_field(left, &select.field, select.test);
                 };
                 // the path's start (1) and each qualifier (1); a presence test is free
-                // (Kubernetes' `PresenceTestHasCost(false)`)
-                cost::charge(name.len() as u64)?;
+                // (Kubernetes' `PresenceTestHasCost(false)`); a qualified type name
+                // (`net.IP`) is a constant in cel-go's plan and costs nothing
                 let (mut value, fields) = ctx.resolve_qualified(&name)?;
+                let is_type = fields.is_empty()
+                    && !select.test
+                    && value.downcast_ref::<CelType>().is_some();
+                cost::charge(if is_type { 0 } else { name.len() as u64 })?;
                 for field in fields {
                     value = select_field(value, field, false)?;
                 }
