@@ -625,6 +625,25 @@ def _simple_requests(
     return reqs, cpu, mem
 
 
+def _section(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    """``obj[key]`` as an object ({} when absent or null)."""
+    value = obj.get(key)
+    if type(value) is dict:
+        return value
+    return opt_obj(value, key) or {}
+
+
+def _timestamps(meta: dict[str, Any]) -> tuple[str | None, str | None]:
+    """``metadata.creationTimestamp`` and ``metadata.deletionTimestamp``."""
+    creation = meta.get("creationTimestamp")
+    if creation is not None and type(creation) is not str:
+        raise expected("metadata.creationTimestamp", "a string", creation)
+    deletion = meta.get("deletionTimestamp")
+    if deletion is not None and type(deletion) is not str:
+        raise expected("metadata.deletionTimestamp", "a string", deletion)
+    return creation, deletion
+
+
 _ABSENT: Final = object()
 
 
@@ -641,18 +660,9 @@ def _parse_like(cls: type[Pod], obj: dict[str, Any], like: Pod) -> Pod | None:
     for key, value in spec.items():
         if old.get(key, _ABSENT) is not value:
             return None
-    meta = obj.get("metadata")
-    if type(meta) is not dict:
-        meta = opt_obj(meta, "metadata") or {}
-    status = obj.get("status")
-    if type(status) is not dict:
-        status = opt_obj(status, "status") or {}
-    creation = meta.get("creationTimestamp")
-    if creation is not None and type(creation) is not str:
-        raise expected("metadata.creationTimestamp", "a string", creation)
-    deletion = meta.get("deletionTimestamp")
-    if deletion is not None and type(deletion) is not str:
-        raise expected("metadata.deletionTimestamp", "a string", deletion)
+    meta = _section(obj, "metadata")
+    status = _section(obj, "status")
+    creation, deletion = _timestamps(meta)
     return cls(
         _str_field(meta, "uid", "metadata.uid"),
         _str_field(meta, "namespace", "metadata.namespace"),
@@ -689,15 +699,9 @@ def _parse_like(cls: type[Pod], obj: dict[str, Any], like: Pod) -> Pod | None:
 def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:
     if type(obj) is not dict:
         raise expected("", "a JSON object", obj)
-    meta = obj.get("metadata")
-    if type(meta) is not dict:
-        meta = opt_obj(meta, "metadata") or {}
-    spec = obj.get("spec")
-    if type(spec) is not dict:
-        spec = opt_obj(spec, "spec") or {}
-    status = obj.get("status")
-    if type(status) is not dict:
-        status = opt_obj(status, "status") or {}
+    meta = _section(obj, "metadata")
+    spec = _section(obj, "spec")
+    status = _section(obj, "status")
 
     node_name = _str_field(spec, "nodeName", "spec.nodeName")
     priority = spec.get("priority")
@@ -752,12 +756,7 @@ def _parse_pod(cls: type[Pod], obj: dict[str, Any]) -> Pod:
     affinity = spec.get("affinity")
     if affinity is not None and type(affinity) is not dict:
         raise expected("spec.affinity", "an object", affinity)
-    creation = meta.get("creationTimestamp")
-    if creation is not None and type(creation) is not str:
-        raise expected("metadata.creationTimestamp", "a string", creation)
-    deletion = meta.get("deletionTimestamp")
-    if deletion is not None and type(deletion) is not str:
-        raise expected("metadata.deletionTimestamp", "a string", deletion)
+    creation, deletion = _timestamps(meta)
     spread = spec.get("topologySpreadConstraints")
     gates = spec.get("schedulingGates")
     volumes = spec.get("volumes")
