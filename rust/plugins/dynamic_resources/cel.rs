@@ -81,12 +81,14 @@
 //! * The crate's strings extension also has `reverse` on strings (cel-go's strings
 //!   version 3), which upstream's version 2 lacks (upstream: "found no matching overload
 //!   for 'reverse' applied to 'string.()'" when compiling).
-//! * Costs agree with cel-go's for what a selector evaluates, with two exceptions: after
-//!   an error, cel-go goes on evaluating a failing call's other arguments and charges
-//!   every call the error passes through, the crate stops (so a failing evaluation may
-//!   count less; its error is the same, unless those other arguments alone would pass
-//!   the limit); and where a comprehension over a map stops early (`exists`), the cost
-//!   depends on the order of the keys, which Go randomizes.
+//! * Costs agree with cel-go's for what a selector evaluates, also after an ordinary
+//!   error (the vendored crate evaluates and charges what cel-go's interpreter does
+//!   before it returns the first error, see `rust/vendor/cel/PATCH.md`), with one
+//!   exception: where a comprehension over a map stops early (`exists`, or `all()` with
+//!   an error), the cost depends on the order of the keys, which Go randomizes.
+//! * Runtime errors of `string.format` on a dynamic value: upstream's strings library
+//!   version 2 formats with cel-go's first formatter ("decimal clause can only be used
+//!   on integers"), the crate's with the newer one ("on ints, uints, and doubles").
 
 use std::cmp::Ordering;
 use std::collections::HashMap;

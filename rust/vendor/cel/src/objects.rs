@@ -1141,7 +1141,12 @@ impl Value {
                             return if is_optional {
                                 Ok(CowVal::owned(match result {
                                     Ok(val) => CelOptional::of(val.into_owned()),
-                                    Err(_) => CelOptional::none(),
+                                    Err(_) => {
+                                        // cel-go observes an optional qualifier that
+                                        // finds nothing not: take its charge back
+                                        cost::refund(1);
+                                        CelOptional::none()
+                                    }
                                 }))
                             } else {
                                 result
@@ -1567,7 +1572,9 @@ impl Value {
                 Ok(CowVal::owned(CelMap::from(map)))
             }
             Expr::Comprehension(comprehension) => {
-                let accu_init = Value::resolve_val(&comprehension.accu_init, ctx)?;
+                // a failed initial value is the accumulator's value, read when the
+                // accumulator is (`cel.bind(x, error, x || true)` is true, as in cel-go)
+                let accu_init = Value::resolve_val(&comprehension.accu_init, ctx);
                 let iter = Value::resolve_val(&comprehension.iter_range, ctx)?;
 
                 // Mirror cel-go's optimization (see `folder.ResolveName` in
@@ -1577,8 +1584,8 @@ impl Value {
                 // result in a single preallocated `MutableList` instead of
                 // paying O(n) clone-and-extend on every iteration
                 // (`@result + [expr]`).
-                if let Some(step) = AppendStep::of(comprehension) {
-                    if accu_init
+                if let (Some(step), Ok(init)) = (AppendStep::of(comprehension), &accu_init) {
+                    if init
                         .downcast_ref::<CelList>()
                         .is_some_and(|list| list.inner().is_empty())
                     {
@@ -1587,7 +1594,11 @@ impl Value {
                 }
 
                 let mut ctx = ctx.new_inner_scope();
-                ctx.add_variable_as_val(&comprehension.accu_var, accu_init.into_owned());
+                let accu_init: Box<dyn Val + 'v> = match accu_init {
+                    Ok(init) => init.into_owned(),
+                    Err(e) => Box::new(FailedAccumulator(e)),
+                };
+                ctx.add_variable_as_val(&comprehension.accu_var, accu_init);
 
                 let mut items = iter
                     .as_iterable()
@@ -1848,32 +1859,41 @@ fn call_operands<'e, 'p, 'v>(
 ) -> Result<Vec<CowVal<'e, 'v>>, ExecutionError> {
     let count = call.args.len() + usize::from(target.is_some());
     let mut values = Vec::with_capacity(count);
-    let mut failed = false;
-    let stops = stops_at_first_failure(call, count);
     for (i, operand) in target.into_iter().chain(call.args.iter()).enumerate() {
         match Value::resolve_val(operand, ctx) {
-            Ok(v) => values.push(Ok(v)),
-            Err(e) => {
-                failed = true;
-                values.push(Err(e));
-                if stops {
-                    if i + 1 < count {
-                        // cel-go's observer finds not every argument: no call cost
-                        return Err(values
-                            .into_iter()
-                            .find_map(Result::err)
-                            .unwrap_or(ExecutionError::CostLimitExceeded));
-                    }
-                    break;
-                }
-            }
+            Ok(v) => values.push(v),
+            Err(e) => return Err(operand_failed(call, function, target, ctx, values, i, e)),
         }
     }
-    if failed {
-        let operands: Vec<&Expression> = target.into_iter().chain(call.args.iter()).collect();
-        return Err(failed_call(function, values, string_overload(function, &operands)));
+    Ok(values)
+}
+
+/// [`call_operands`] after operand `failed` failed with `error`: evaluates the rest
+/// where cel-go does and charges the call where its observer finds every operand.
+#[cold]
+#[inline(never)]
+fn operand_failed<'e, 'p, 'v>(
+    call: &'e crate::common::ast::CallExpr,
+    function: &str,
+    target: Option<&'e Expression>,
+    ctx: &'e Context<'p, 'v>,
+    evaluated: Vec<CowVal<'e, 'v>>,
+    failed: usize,
+    error: ExecutionError,
+) -> ExecutionError {
+    let operands: Vec<&Expression> = target.into_iter().chain(call.args.iter()).collect();
+    let last = failed + 1 == operands.len();
+    if stops_at_first_failure(call, operands.len()) && !last {
+        // `evalVarArgs` returns at once: its observer misses an argument, no call cost
+        return error;
     }
-    Ok(values.into_iter().map(|v| v.unwrap_or_else(|_| unreachable!())).collect())
+    let mut values: Vec<Result<CowVal<'e, 'v>, ExecutionError>> =
+        evaluated.into_iter().map(Ok).collect();
+    values.push(Err(error));
+    for operand in &operands[failed + 1..] {
+        values.push(Value::resolve_val(operand, ctx));
+    }
+    failed_call(function, values, string_overload(function, &operands))
 }
 
 /// A boolean result, borrowed from a constant: no allocation.
