@@ -1048,7 +1048,16 @@ impl Value {
                             return if Ok(true) == left {
                                 Ok(bool(true))
                             } else {
-                                let right_value = Value::resolve_val(&call.args[1], ctx)?;
+                                // both sides failed: cel-go returns the first error
+                                let right_value = match Value::resolve_val(&call.args[1], ctx) {
+                                    Ok(right) => right,
+                                    Err(right) => {
+                                        return Err(match left {
+                                            Err(left) if !is_not_bool(&left) => left,
+                                            _ => right,
+                                        })
+                                    }
+                                };
                                 let right =
                                     right_value.downcast_ref::<CelBool>().map(|b| *b.inner());
                                 match (left, right) {
@@ -1067,7 +1076,16 @@ impl Value {
                             return if Ok(false) == left {
                                 Ok(bool(false))
                             } else {
-                                let right_value = Value::resolve_val(&call.args[1], ctx)?;
+                                // both sides failed: cel-go returns the first error
+                                let right_value = match Value::resolve_val(&call.args[1], ctx) {
+                                    Ok(right) => right,
+                                    Err(right) => {
+                                        return Err(match left {
+                                            Err(left) if !is_not_bool(&left) => left,
+                                            _ => right,
+                                        })
+                                    }
+                                };
                                 let right =
                                     right_value.downcast_ref::<CelBool>().map(|b| *b.inner());
                                 match (left, right) {
@@ -1082,15 +1100,17 @@ impl Value {
                             };
                         }
                         operators::EQUALS | operators::NOT_EQUALS => {
-                            let lhs = Value::resolve_val(&call.args[0], ctx)?;
-                            let rhs = Value::resolve_val(&call.args[1], ctx)?;
-                            charge_binary(call, lhs.as_ref(), rhs.as_ref())?;
+                            let (lhs, rhs) = binary_operands(call, ctx)?;
                             let equal = lhs == rhs;
                             return Ok(bool(equal == (call.func_name == operators::EQUALS)));
                         }
                         operators::INDEX | operators::OPT_INDEX => {
                             let mut is_optional = call.func_name == operators::OPT_INDEX;
-                            let value = Value::resolve_val(&call.args[0], ctx)?;
+                            // a failed operand: a relative attribute's start is still
+                            // charged (cel-go observes the attribute), not the qualifier
+                            let value = Value::resolve_val(&call.args[0], ctx).map_err(|e| {
+                                relative_start_failed(&call.args[0], e)
+                            })?;
 
                             let value = match unwrap_optional(value) {
                                 Unwrapped::NotOptional(value) => value,
@@ -1101,8 +1121,15 @@ impl Value {
                                 Unwrapped::None => return Ok(CowVal::owned(CelOptional::none())),
                             };
 
-                            let index = Self::resolve_val(&call.args[1], ctx)?;
+                            let index = Self::resolve_val(&call.args[1], ctx);
+                            // cel-go resolves an attribute used as an index as a
+                            // qualifier: its start is not observed
+                            if cost::is_attribute(&call.args[1]) {
+                                cost::refund(1);
+                            }
+                            // the qualifier is observed even when the index failed
                             cost::charge(1 + u64::from(!cost::is_attribute(&call.args[0])))?;
+                            let index = index?;
                             let result =
                                 index_into(value, index.as_ref(), &call.func_name, |value| {
                                     ExecutionError::overload_for_values(
@@ -1114,16 +1141,26 @@ impl Value {
                             return if is_optional {
                                 Ok(CowVal::owned(match result {
                                     Ok(val) => CelOptional::of(val.into_owned()),
-                                    Err(_) => CelOptional::none(),
+                                    Err(_) => {
+                                        // cel-go observes an optional qualifier that
+                                        // finds nothing not: take its charge back
+                                        cost::refund(1);
+                                        CelOptional::none()
+                                    }
                                 }))
                             } else {
                                 result
                             };
                         }
                         operators::OPT_SELECT => {
-                            let operand = Value::resolve_val(&call.args[0], ctx)?;
+                            let operand = Value::resolve_val(&call.args[0], ctx).map_err(|e| {
+                                relative_start_failed(&call.args[0], e)
+                            })?;
                             let field_literal = Value::resolve_val(&call.args[1], ctx)?;
-                            cost::charge(1 + u64::from(!cost::is_attribute(&call.args[0])))?;
+                            // the attribute's start, if relative; the qualifier is
+                            // charged below, only when the field is present (cel-go
+                            // observes an optional qualifier that finds nothing not)
+                            cost::charge(u64::from(!cost::is_attribute(&call.args[0])))?;
                             let field = match field_literal.get_type().kind() {
                                 Kind::String => field_literal
                                     .downcast_ref::<CelString>()
@@ -1147,7 +1184,10 @@ impl Value {
                             let result = match index_into(target, field, "_?._", |value| {
                                 ExecutionError::overload_for_values("_?._", [value, field], false)
                             }) {
-                                Ok(v) => CelOptional::of(v.into_owned()),
+                                Ok(v) => {
+                                    cost::charge(1)?;
+                                    CelOptional::of(v.into_owned())
+                                }
                                 Err(_) => CelOptional::none(),
                             };
                             return Ok(CowVal::owned(result));
@@ -1156,9 +1196,7 @@ impl Value {
 
                         // all below is NOT special in the interpreter
                         operators::ADD => {
-                            let lhs = Value::resolve_val(&call.args[0], ctx)?;
-                            let rhs = Value::resolve_val(&call.args[1], ctx)?;
-                            charge_binary(call, lhs.as_ref(), rhs.as_ref())?;
+                            let (lhs, rhs) = binary_operands(call, ctx)?;
                             return Ok(CowVal::Owned(
                                 lhs.as_adder()
                                     .ok_or_else(|| {
@@ -1173,9 +1211,7 @@ impl Value {
                             ));
                         }
                         operators::SUBSTRACT => {
-                            let lhs = Value::resolve_val(&call.args[0], ctx)?;
-                            let rhs = Value::resolve_val(&call.args[1], ctx)?;
-                            charge_binary(call, lhs.as_ref(), rhs.as_ref())?;
+                            let (lhs, rhs) = binary_operands(call, ctx)?;
                             return Ok(CowVal::Owned(
                                 lhs.as_subtractor()
                                     .ok_or_else(|| {
@@ -1190,9 +1226,7 @@ impl Value {
                             ));
                         }
                         operators::DIVIDE => {
-                            let lhs = Value::resolve_val(&call.args[0], ctx)?;
-                            let rhs = Value::resolve_val(&call.args[1], ctx)?;
-                            charge_binary(call, lhs.as_ref(), rhs.as_ref())?;
+                            let (lhs, rhs) = binary_operands(call, ctx)?;
                             return Ok(CowVal::Owned(
                                 lhs.as_divider()
                                     .ok_or_else(|| {
@@ -1207,9 +1241,7 @@ impl Value {
                             ));
                         }
                         operators::MULTIPLY => {
-                            let lhs = Value::resolve_val(&call.args[0], ctx)?;
-                            let rhs = Value::resolve_val(&call.args[1], ctx)?;
-                            charge_binary(call, lhs.as_ref(), rhs.as_ref())?;
+                            let (lhs, rhs) = binary_operands(call, ctx)?;
                             return Ok(CowVal::Owned(
                                 lhs.as_multiplier()
                                     .ok_or_else(|| {
@@ -1224,9 +1256,7 @@ impl Value {
                             ));
                         }
                         operators::MODULO => {
-                            let lhs = Value::resolve_val(&call.args[0], ctx)?;
-                            let rhs = Value::resolve_val(&call.args[1], ctx)?;
-                            charge_binary(call, lhs.as_ref(), rhs.as_ref())?;
+                            let (lhs, rhs) = binary_operands(call, ctx)?;
                             return Ok(CowVal::Owned(
                                 lhs.as_modder()
                                     .ok_or_else(|| {
@@ -1241,45 +1271,35 @@ impl Value {
                             ));
                         }
                         operators::LESS => {
-                            let lhs = Value::resolve_val(&call.args[0], ctx)?;
-                            let rhs = Value::resolve_val(&call.args[1], ctx)?;
-                            charge_binary(call, lhs.as_ref(), rhs.as_ref())?;
+                            let (lhs, rhs) = binary_operands(call, ctx)?;
                             return Ok(bool(
                                 compare_values(&call.func_name, lhs.as_ref(), rhs.as_ref())?
                                     == Ordering::Less,
                             ));
                         }
                         operators::LESS_EQUALS => {
-                            let lhs = Value::resolve_val(&call.args[0], ctx)?;
-                            let rhs = Value::resolve_val(&call.args[1], ctx)?;
-                            charge_binary(call, lhs.as_ref(), rhs.as_ref())?;
+                            let (lhs, rhs) = binary_operands(call, ctx)?;
                             return Ok(bool(
                                 compare_values(&call.func_name, lhs.as_ref(), rhs.as_ref())?
                                     != Ordering::Greater,
                             ));
                         }
                         operators::GREATER => {
-                            let lhs = Value::resolve_val(&call.args[0], ctx)?;
-                            let rhs = Value::resolve_val(&call.args[1], ctx)?;
-                            charge_binary(call, lhs.as_ref(), rhs.as_ref())?;
+                            let (lhs, rhs) = binary_operands(call, ctx)?;
                             return Ok(bool(
                                 compare_values(&call.func_name, lhs.as_ref(), rhs.as_ref())?
                                     == Ordering::Greater,
                             ));
                         }
                         operators::GREATER_EQUALS => {
-                            let lhs = Value::resolve_val(&call.args[0], ctx)?;
-                            let rhs = Value::resolve_val(&call.args[1], ctx)?;
-                            charge_binary(call, lhs.as_ref(), rhs.as_ref())?;
+                            let (lhs, rhs) = binary_operands(call, ctx)?;
                             return Ok(bool(
                                 compare_values(&call.func_name, lhs.as_ref(), rhs.as_ref())?
                                     != Ordering::Less,
                             ));
                         }
                         operators::IN => {
-                            let lhs = Value::resolve_val(&call.args[0], ctx)?;
-                            let rhs = Value::resolve_val(&call.args[1], ctx)?;
-                            charge_binary(call, lhs.as_ref(), rhs.as_ref())?;
+                            let (lhs, rhs) = binary_operands(call, ctx)?;
                             let overload_error = || {
                                 ExecutionError::overload_for_values(
                                     &call.func_name,
@@ -1299,7 +1319,7 @@ impl Value {
                 if call.args.len() == 1 {
                     match call.func_name.as_str() {
                         operators::LOGICAL_NOT => {
-                            let expr = Value::resolve_val(&call.args[0], ctx)?;
+                            let expr = unary_operand(&call.func_name, &call.args[0], ctx)?;
                             cost::charge_call(&call.func_name, &[expr.as_ref()])?;
                             let overload_error = ExecutionError::overload_for_values(
                                 &call.func_name,
@@ -1313,7 +1333,7 @@ impl Value {
                                 .map(|b| bool(b.into_inner()));
                         }
                         operators::NEGATE => {
-                            let val = Value::resolve_val(&call.args[0], ctx)?;
+                            let val = unary_operand(&call.func_name, &call.args[0], ctx)?;
                             cost::charge_call(&call.func_name, &[val.as_ref()])?;
                             let overload_error = ExecutionError::overload_for_values(
                                 &call.func_name,
@@ -1338,14 +1358,8 @@ impl Value {
                 }
                 match &call.target {
                     None => {
-                        // TODO: Optimize for the 1 and 2 arg cases and avoid the Vec altogether
-                        let args: Result<Vec<CowVal<'e, 'v>>, ExecutionError> = call
-                            .args
-                            .iter()
-                            .map(|a| Value::resolve_val(a, ctx))
-                            .collect();
                         let name = ctx.resolve_function(&call.func_name);
-                        let args = args?;
+                        let args = call_operands(call, &name, None, ctx)?;
                         // a type conversion of a constant is folded into a constant
                         let pending = if cost::active() && cost::is_constant(expr) {
                             cost::Pending::Done
@@ -1356,12 +1370,6 @@ impl Value {
                         charge_pending(pending, &name, result)
                     }
                     Some(target_expr) => {
-                        let args: Result<Vec<CowVal<'e, 'v>>, ExecutionError> = call
-                            .args
-                            .iter()
-                            .map(|a| Value::resolve_val(a, ctx))
-                            .collect();
-                        let mut args = args?;
                         // As in cel-go, a call whose target spells a qualified
                         // name that, with the function's, names a function is
                         // a call to that function: `optional.of(x)` calls
@@ -1369,12 +1377,47 @@ impl Value {
                         if let Some(name) =
                             ctx.resolve_qualified_function(target_expr, &call.func_name)
                         {
+                            let args = call_operands(call, &name, None, ctx)?;
                             let pending = cost::charge_call_vals(&name, &args)?;
                             let result = call_function(ctx, &name, &call.func_name, args);
                             return charge_pending(pending, &name, result);
                         }
-                        let target = Value::resolve_val(target_expr, ctx)?;
-                        args.insert(0, target);
+                        // cel-go plans `opt.or(alt)` and `opt.orValue(alt)` as
+                        // non-strict steps of their own, not calls (no cost): `alt`
+                        // is evaluated only when `opt` holds no value
+                        if call.args.len() == 1
+                            && matches!(call.func_name.as_str(), "or" | "orValue")
+                        {
+                            let target = Value::resolve_val(target_expr, ctx)?;
+                            if let Some(opt) = target.downcast_ref::<CelOptional>() {
+                                if let Some(inner) = opt.inner() {
+                                    if call.func_name == "or" {
+                                        return Ok(target);
+                                    }
+                                    return Ok(CowVal::Owned(inner.clone_as_boxed()));
+                                }
+                                let alt = Value::resolve_val(&call.args[0], ctx)?;
+                                if call.func_name == "or"
+                                    && alt.downcast_ref::<CelOptional>().is_none()
+                                {
+                                    return Err(ExecutionError::overload_for_values(
+                                        &call.func_name,
+                                        [target.as_ref(), alt.as_ref()],
+                                        true,
+                                    ));
+                                }
+                                return Ok(alt);
+                            }
+                            let alt = Value::resolve_val(&call.args[0], ctx)?;
+                            return Err(ExecutionError::overload_for_values(
+                                &call.func_name,
+                                [target.as_ref(), alt.as_ref()],
+                                true,
+                            ));
+                        }
+                        // the target is the call's first operand, evaluated first
+                        let mut args =
+                            call_operands(call, &call.func_name, Some(target_expr), ctx)?;
                         let pending = cost::charge_call_vals(&call.func_name, &args)?;
                         if let Some(op) = ctx.env().find_member_overload(&call.func_name, &args) {
                             return charge_pending(pending, &call.func_name, op(args));
@@ -1410,6 +1453,12 @@ impl Value {
                 // which costs nothing; a variable costs 1
                 let is_type = matches!(&value, Ok(v) if v.downcast_ref::<CelType>().is_some());
                 cost::charge(u64::from(!is_type))?;
+                // a comprehension's accumulator holding a failed step's error
+                if let Ok(v) = &value {
+                    if let Some(failed) = v.downcast_ref::<FailedAccumulator>() {
+                        return Err(failed.0.clone());
+                    }
+                }
                 value
             }
             Expr::Select(select) => {
@@ -1420,7 +1469,18 @@ impl Value {
                     expr.expr.qualified_name_segments()
                 };
                 let Some(name) = name else {
-                    let left = Value::resolve_val(select.operand.deref(), ctx)?;
+                    let left = match Value::resolve_val(select.operand.deref(), ctx) {
+                        Ok(left) => left,
+                        // a presence test observes none of its attribute's start:
+                        // take back the one the failed operand's path was charged
+                        Err(e) if select.test => {
+                            if cost::is_attribute(&select.operand) {
+                                cost::refund(1);
+                            }
+                            return Err(e);
+                        }
+                        Err(e) => return Err(relative_start_failed(&select.operand, e)),
+                    };
                     if select.test {
                         // a presence test costs nothing beyond its operand's path
                         cost::charge(u64::from(!cost::is_attribute(&select.operand)))?;
@@ -1437,8 +1497,13 @@ impl Value {
                     && !select.test
                     && value.downcast_ref::<CelType>().is_some();
                 cost::charge(if is_type { 0 } else { name.len() as u64 })?;
-                for field in fields {
-                    value = select_field(value, field, false)?;
+                let applied = fields.len();
+                for (i, field) in fields.iter().enumerate() {
+                    value = select_field(value, field, false).inspect_err(|_| {
+                        // cel-go stops at the failed qualifier: the later ones are
+                        // not charged, nor a presence test's start
+                        cost::refund((applied - i - 1) as u64 + u64::from(select.test));
+                    })?;
                 }
                 if select.test {
                     select_field(value, &select.field, true)
@@ -1449,7 +1514,9 @@ impl Value {
             Expr::List(list_expr) => {
                 let mut list: Vec<Box<dyn Val + 'v>> = Vec::with_capacity(list_expr.elements.len());
                 for (idx, element) in list_expr.elements.iter().enumerate() {
-                    let value = Value::resolve_val(element, ctx)?;
+                    // cel-go stops at the first failed element and charges the list
+                    let value = Value::resolve_val(element, ctx)
+                        .map_err(|e| cost::charge(10).err().unwrap_or(e))?;
                     if list_expr.optional_indices.contains(&idx) {
                         match unwrap_optional(value) {
                             Unwrapped::NotOptional(v) | Unwrapped::Some(v) => {
@@ -1474,8 +1541,13 @@ impl Value {
                         EntryExpr::StructField(_) => panic!("WAT?"),
                         EntryExpr::MapEntry(e) => (&e.key, &e.value, e.optional),
                     };
-                    let key: CelMapKey<'v> = Value::resolve_val(k, ctx)?.try_into()?;
-                    let value = Value::resolve_val(v, ctx)?;
+                    // cel-go stops at the first failed key or value and charges the map
+                    let failed = |e: ExecutionError| cost::charge(30).err().unwrap_or(e);
+                    let key: CelMapKey<'v> = Value::resolve_val(k, ctx)
+                        .map_err(failed)?
+                        .try_into()
+                        .map_err(failed)?;
+                    let value = Value::resolve_val(v, ctx).map_err(failed)?;
 
                     // An optional entry holding no value adds nothing, not even its key.
                     let value = if is_optional {
@@ -1489,7 +1561,7 @@ impl Value {
 
                     if let Some(value) = value {
                         if ctx.env().error_on_duplicate_map_keys() && map::has_key(&map, &key) {
-                            return Err(ExecutionError::DuplicateKey(Key::from(key).into()));
+                            return Err(failed(ExecutionError::DuplicateKey(Key::from(key).into())));
                         }
                         map.insert(key, value.into_owned());
                     }
@@ -1500,7 +1572,9 @@ impl Value {
                 Ok(CowVal::owned(CelMap::from(map)))
             }
             Expr::Comprehension(comprehension) => {
-                let accu_init = Value::resolve_val(&comprehension.accu_init, ctx)?;
+                // a failed initial value is the accumulator's value, read when the
+                // accumulator is (`cel.bind(x, error, x || true)` is true, as in cel-go)
+                let accu_init = Value::resolve_val(&comprehension.accu_init, ctx);
                 let iter = Value::resolve_val(&comprehension.iter_range, ctx)?;
 
                 // Mirror cel-go's optimization (see `folder.ResolveName` in
@@ -1510,8 +1584,8 @@ impl Value {
                 // result in a single preallocated `MutableList` instead of
                 // paying O(n) clone-and-extend on every iteration
                 // (`@result + [expr]`).
-                if let Some(step) = AppendStep::of(comprehension) {
-                    if accu_init
+                if let (Some(step), Ok(init)) = (AppendStep::of(comprehension), &accu_init) {
+                    if init
                         .downcast_ref::<CelList>()
                         .is_some_and(|list| list.inner().is_empty())
                     {
@@ -1520,7 +1594,11 @@ impl Value {
                 }
 
                 let mut ctx = ctx.new_inner_scope();
-                ctx.add_variable_as_val(&comprehension.accu_var, accu_init.into_owned());
+                let accu_init: Box<dyn Val + 'v> = match accu_init {
+                    Ok(init) => init.into_owned(),
+                    Err(e) => Box::new(FailedAccumulator(e)),
+                };
+                ctx.add_variable_as_val(&comprehension.accu_var, accu_init);
 
                 let mut items = iter
                     .as_iterable()
@@ -1529,7 +1607,6 @@ impl Value {
                         want: "iterable".to_owned(),
                     })?
                     .iter();
-                let mut deferred = DeferredErrors::of(comprehension);
                 // two-variable comprehensions (cel-go's ext.TwoVarComprehensions): a
                 // list's index and element, a map's key and value
                 let pairs = comprehension.iter_var2.as_ref().map(|var2| {
@@ -1561,12 +1638,14 @@ impl Value {
                         }
                     }
                     index += 1;
-                    let step = Value::resolve_val(&comprehension.loop_step, &ctx);
-                    if let Some(accu) = deferred.step(step)? {
-                        ctx.add_variable_as_val(&comprehension.accu_var, accu.into_owned());
-                    }
+                    // a failed step leaves the error as the accumulator, as in cel-go,
+                    // and the loop goes on (`error && false` is `false`)
+                    let accu = match Value::resolve_val(&comprehension.loop_step, &ctx) {
+                        Ok(accu) => accu.into_owned(),
+                        Err(e) => Box::new(FailedAccumulator(e)),
+                    };
+                    ctx.add_variable_as_val(&comprehension.accu_var, accu);
                 }
-                deferred.finish()?;
                 Ok(CowVal::Owned(
                     Value::resolve_val(&comprehension.result, &ctx)?.into_owned(),
                 ))
@@ -1633,8 +1712,188 @@ fn charge_pending<'e, 'v>(
             cost::charge_result(name, v.as_ref())?;
             Ok(v)
         }
+        // cel-go charges the failed call with the error as its result (size 1)
+        (cost::Pending::AfterResult, Err(e)) => {
+            cost::charge_result(name, &FAILED_OPERAND)?;
+            Err(e)
+        }
         (_, result) => result,
     }
+}
+
+/// cel-go's error values, as far as its cost tracker sees them (ksched's patch).
+///
+/// cel-go's interpreter passes an error on as a value: a strict call evaluates its
+/// operands (`evalBinary`, `evalEq`: both; `evalVarArgs`: up to the first failure),
+/// returns the first error, and its cost observer still charges the call when every
+/// operand was evaluated, with the error as the argument (size 1, no typed overload).
+/// The crate returns errors through `Result`; these helpers evaluate and charge what
+/// cel-go does before returning the same error.
+static FAILED_OPERAND: CelNull = CelNull;
+
+/// A failed operand of a call that cel-go's checker resolved to a string overload
+/// (`startsWith`, or `+` on a string): its cost counts the error as a string of size 1.
+static FAILED_STRING_OPERAND: std::sync::LazyLock<CelString<'static>> = std::sync::LazyLock::new(|| CelString::from("?"));
+
+/// The argument a failed operand stands as in a call's cost.
+fn operand_ref<'a>(
+    operand: &'a Result<CowVal<'_, '_>, ExecutionError>,
+    string: bool,
+) -> &'a dyn Val {
+    match operand {
+        Ok(v) => v.as_ref(),
+        Err(_) if string => &*FAILED_STRING_OPERAND,
+        Err(_) => &FAILED_OPERAND,
+    }
+}
+
+/// Whether cel-go's checker picks a string overload of `function` whatever the
+/// operands' values: every overload of it takes strings, or an operand is statically
+/// a string (a string literal, a `string()` conversion, a string function's result).
+fn string_overload(function: &str, operands: &[&Expression]) -> bool {
+    matches!(function, "startsWith" | "endsWith" | "matches" | "contains")
+        || operands.iter().any(|e| is_static_string(e))
+}
+
+fn is_static_string(expr: &Expression) -> bool {
+    match &expr.expr {
+        Expr::Literal(crate::common::ast::LiteralValue::String(_)) => true,
+        Expr::Call(c) => match c.func_name.as_str() {
+            "string" => c.target.is_none() && c.args.len() == 1,
+            "lowerAscii" | "upperAscii" | "trim" | "replace" | "substring" | "charAt"
+            | "format" | "join" | "strings.quote" => true,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// Charges `function` applied to `operands`, some of which failed, and returns the
+/// first failure (or the cost limit's error when the charge passes it).
+fn failed_call(
+    function: &str,
+    operands: Vec<Result<CowVal<'_, '_>, ExecutionError>>,
+    string: bool,
+) -> ExecutionError {
+    if cost::active() {
+        let refs: Vec<&dyn Val> = operands.iter().map(|o| operand_ref(o, string)).collect();
+        let charged = match cost::charge_call(function, &refs) {
+            Ok(cost::Pending::AfterResult) => cost::charge_result(function, &FAILED_OPERAND),
+            Ok(cost::Pending::Done) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = charged {
+            return e;
+        }
+    }
+    operands
+        .into_iter()
+        .find_map(Result::err)
+        .unwrap_or(ExecutionError::CostLimitExceeded)
+}
+
+/// A relative attribute (a select or index on a computed operand) whose operand
+/// failed: cel-go observes the attribute (its start, 1) but applies no qualifier.
+fn relative_start_failed(operand: &Expression, error: ExecutionError) -> ExecutionError {
+    if cost::is_attribute(operand) {
+        return error;
+    }
+    cost::charge(1).err().unwrap_or(error)
+}
+
+/// The operand of a unary operator; when it fails, the operator is charged (cel-go's
+/// `evalUnary` is observed with the error as its argument).
+#[inline(always)]
+fn unary_operand<'e, 'p, 'v>(
+    function: &str,
+    operand: &'e Expression,
+    ctx: &'e Context<'p, 'v>,
+) -> Result<CowVal<'e, 'v>, ExecutionError> {
+    Value::resolve_val(operand, ctx).map_err(|e| failed_call(function, vec![Err(e)], false))
+}
+
+/// Both operands of a binary operator, charged: cel-go evaluates both before it
+/// returns the first error, and charges the operator either way.
+#[inline(always)]
+fn binary_operands<'e, 'p, 'v>(
+    call: &'e crate::common::ast::CallExpr,
+    ctx: &'e Context<'p, 'v>,
+) -> Result<(CowVal<'e, 'v>, CowVal<'e, 'v>), ExecutionError> {
+    let lhs = Value::resolve_val(&call.args[0], ctx);
+    let rhs = Value::resolve_val(&call.args[1], ctx);
+    match (lhs, rhs) {
+        (Ok(lhs), Ok(rhs)) => {
+            charge_binary(call, lhs.as_ref(), rhs.as_ref())?;
+            Ok((lhs, rhs))
+        }
+        (lhs, rhs) => {
+            let string = string_overload(&call.func_name, &[&call.args[0], &call.args[1]]);
+            charge_binary(call, operand_ref(&lhs, string), operand_ref(&rhs, string))?;
+            Err(lhs.err().or(rhs.err()).unwrap_or(ExecutionError::CostLimitExceeded))
+        }
+    }
+}
+
+/// Whether cel-go plans the call as `evalVarArgs`, which stops at the first failed
+/// operand: three or more operands (a member call's target counts), or a regex call
+/// whose pattern is a constant (cel-go's and Kubernetes' regex optimizations replace
+/// it with a call of their own, of that kind).
+fn stops_at_first_failure(call: &crate::common::ast::CallExpr, operands: usize) -> bool {
+    operands >= 3
+        || (operands == 2
+            && matches!(call.func_name.as_str(), "matches" | "find" | "findAll")
+            && call
+                .args
+                .last()
+                .is_some_and(|p| matches!(p.expr, Expr::Literal(_))))
+}
+
+/// Evaluates a call's operands (`target` first) as cel-go does: when one fails, the
+/// call is charged if every operand was evaluated, and the first failure returned.
+#[inline(always)]
+fn call_operands<'e, 'p, 'v>(
+    call: &'e crate::common::ast::CallExpr,
+    function: &str,
+    target: Option<&'e Expression>,
+    ctx: &'e Context<'p, 'v>,
+) -> Result<Vec<CowVal<'e, 'v>>, ExecutionError> {
+    let count = call.args.len() + usize::from(target.is_some());
+    let mut values = Vec::with_capacity(count);
+    for (i, operand) in target.into_iter().chain(call.args.iter()).enumerate() {
+        match Value::resolve_val(operand, ctx) {
+            Ok(v) => values.push(v),
+            Err(e) => return Err(operand_failed(call, function, target, ctx, values, i, e)),
+        }
+    }
+    Ok(values)
+}
+
+/// [`call_operands`] after operand `failed` failed with `error`: evaluates the rest
+/// where cel-go does and charges the call where its observer finds every operand.
+#[cold]
+#[inline(never)]
+fn operand_failed<'e, 'p, 'v>(
+    call: &'e crate::common::ast::CallExpr,
+    function: &str,
+    target: Option<&'e Expression>,
+    ctx: &'e Context<'p, 'v>,
+    evaluated: Vec<CowVal<'e, 'v>>,
+    failed: usize,
+    error: ExecutionError,
+) -> ExecutionError {
+    let operands: Vec<&Expression> = target.into_iter().chain(call.args.iter()).collect();
+    let last = failed + 1 == operands.len();
+    if stops_at_first_failure(call, operands.len()) && !last {
+        // `evalVarArgs` returns at once: its observer misses an argument, no call cost
+        return error;
+    }
+    let mut values: Vec<Result<CowVal<'e, 'v>, ExecutionError>> =
+        evaluated.into_iter().map(Ok).collect();
+    values.push(Err(error));
+    for operand in &operands[failed + 1..] {
+        values.push(Value::resolve_val(operand, ctx));
+    }
+    failed_call(function, values, string_overload(function, &operands))
 }
 
 /// A boolean result, borrowed from a constant: no allocation.
@@ -1669,85 +1928,39 @@ fn boolean_operator_error(
     }
 }
 
-/// The connective of an `all()` / `exists()` loop step: `@result && x` or
-/// `@result || x`.
-#[derive(Clone, Copy)]
-enum LogicalFold {
-    And,
-    Or,
-}
+/// A comprehension's accumulator after a failed loop step: cel-go keeps the error
+/// as the accumulator's value and goes on with the loop, so later steps see it
+/// (`@result && x` absorbs it when `x` is `false`) and are charged; reading the
+/// accumulator fails with the error.
+#[derive(Debug)]
+struct FailedAccumulator(ExecutionError);
 
-impl LogicalFold {
-    fn of(comprehension: &ComprehensionExpr) -> Option<Self> {
-        let Expr::Call(call) = &comprehension.loop_step.expr else {
-            return None;
-        };
-        let folds_accu = call.target.is_none()
-            && matches!(
-                call.args.first().map(|arg| &arg.expr),
-                Some(Expr::Ident(name)) if *name == comprehension.accu_var
-            );
-        match call.func_name.as_str() {
-            operators::LOGICAL_AND if folds_accu => Some(Self::And),
-            operators::LOGICAL_OR if folds_accu => Some(Self::Or),
-            _ => None,
-        }
+impl Val for FailedAccumulator {
+    fn get_type(&self) -> &Type {
+        <CelNull as Val>::cel_type()
     }
 
-    /// The operand that decides the result regardless of any error beside
-    /// it: `false` for `&&`, `true` for `||`.
-    fn absorbing(self) -> bool {
-        matches!(self, Self::Or)
+    fn cel_type() -> &'static Type {
+        <CelNull as Val>::cel_type()
     }
 
-    fn absorbs(self, value: &dyn Val) -> bool {
-        value
-            .downcast_ref::<CelBool>()
-            .is_some_and(|b| *b.inner() == self.absorbing())
+    fn equals(&self, _other: &dyn Val) -> bool {
+        false
+    }
+
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v>
+    where
+        Self: 'v,
+    {
+        Box::new(FailedAccumulator(self.0.clone()))
+    }
+
+    fn as_any(&self) -> Option<&dyn Any> {
+        Some(self)
     }
 }
 
-/// Errors from an `all()` / `exists()` loop step that a later element may
-/// still override, as in cel-go's `evalAnd` / `evalOr`: `error && false` is
-/// `false`, while `error && true` stays the error.
-struct DeferredErrors {
-    fold: Option<LogicalFold>,
-    pending: Option<ExecutionError>,
-}
-
-impl DeferredErrors {
-    fn of(comprehension: &ComprehensionExpr) -> Self {
-        Self {
-            fold: LogicalFold::of(comprehension),
-            pending: None,
-        }
-    }
-
-    /// Feeds one loop-step result. Returns the new accumulator, or `None`
-    /// when it must be left unchanged because an error is pending.
-    fn step<'b, 'v>(
-        &mut self,
-        step: Result<CowVal<'b, 'v>, ExecutionError>,
-    ) -> Result<Option<CowVal<'b, 'v>>, ExecutionError> {
-        match (step, self.fold) {
-            (Err(err), Some(_)) => {
-                self.pending = Some(err);
-                Ok(None)
-            }
-            (Err(err), None) => Err(err),
-            (Ok(accu), Some(fold)) if self.pending.is_some() && !fold.absorbs(&*accu) => Ok(None),
-            (Ok(accu), _) => {
-                self.pending = None;
-                Ok(Some(accu))
-            }
-        }
-    }
-
-    /// Fails with the error still pending once the loop ends.
-    fn finish(self) -> Result<(), ExecutionError> {
-        self.pending.map_or(Ok(()), Err)
-    }
-}
+impl StaticVal for FailedAccumulator {}
 
 /// The loop step of a `map` / `filter` comprehension: `@result + [expr]`,
 /// optionally guarded as `cond ? @result + [expr] : @result`, with `@result`
@@ -1829,20 +2042,50 @@ impl<'e> AppendStep<'e> {
                 break;
             }
             ctx.add_variable_as_val(&comprehension.iter_var, item.clone_as_boxed());
-            if let Some(guard) = self.guard {
-                if !try_bool(Value::resolve_val(guard, &ctx))? {
-                    // the step's `@result`, a ternary's attribute branch: free
-                    continue;
+            let failed = match self.guard.map(|g| try_bool(Value::resolve_val(g, &ctx))) {
+                // the step's `@result`, a ternary's attribute branch: free
+                Some(Ok(false)) => continue,
+                Some(Err(e)) => e,
+                _ => {
+                    // the step's `@result + [...]`: the accumulator (1) and the list
+                    // append (1)
+                    cost::charge(2)?;
+                    match Value::resolve_val(self.items, &ctx) {
+                        Ok(items) => {
+                            accu.extend(items.as_ref())?;
+                            continue;
+                        }
+                        Err(e) => e,
+                    }
                 }
+            };
+            // A failed step: cel-go keeps the error as the accumulator and goes on;
+            // the rest of the loop runs as written, then the result fails.
+            ctx.add_variable_as_val(&comprehension.accu_var, Box::new(FailedAccumulator(failed)));
+            while let Some(item) = items.next() {
+                if !try_bool(Value::resolve_val(&comprehension.loop_cond, &ctx))? {
+                    break;
+                }
+                ctx.add_variable_as_val(&comprehension.iter_var, item.clone_as_boxed());
+                let step = match Value::resolve_val(&comprehension.loop_step, &ctx) {
+                    Ok(step) => step.into_owned(),
+                    Err(e) => Box::new(FailedAccumulator(e)),
+                };
+                ctx.add_variable_as_val(&comprehension.accu_var, step);
             }
-            // the step's `@result + [...]`: the accumulator (1) and the list append (1)
-            cost::charge(2)?;
-            accu.extend(Value::resolve_val(self.items, &ctx)?.as_ref())?;
+            return Ok(CowVal::Owned(
+                Value::resolve_val(&comprehension.result, &ctx)?.into_owned(),
+            ));
         }
         // the comprehension's result, `@result`
         cost::charge(1)?;
         Ok(CowVal::owned(accu.to_immutable()))
     }
+}
+
+/// Whether `try_bool` failed on a value that is not a bool (rather than on an error).
+fn is_not_bool(error: &ExecutionError) -> bool {
+    matches!(error, ExecutionError::UnexpectedType { want, .. } if want == "bool")
 }
 
 fn try_bool(val: Result<CowVal<'_, '_>, ExecutionError>) -> Result<bool, ExecutionError> {
