@@ -78,27 +78,45 @@ def compile_pod(pod: Pod, default_spread_selector: dict[str, Any] | None = None)
 
 def compile_bound_pod(pod: Pod) -> tuple[CompiledPod, InvalidObjectError | None]:
     """The kernel form of a pod bound to a node, and the error that made it fall back
-    to the accounting-only form (None when the whole pod compiled)."""
+    to the accounting-only form (None when the whole pod compiled).
+
+    The accounting-only form always builds: a string the core cannot take (a lone
+    surrogate, which a pod built in Python or read by ``json.loads`` can hold; the API
+    server's JSON cannot) is passed with that character escaped, so the node still
+    counts the pod's requests, ports and images."""
     try:
         return compile_pod(pod), None
     except InvalidObjectError as err:
         error = err
-    compiled = CompiledPod(
-        pod.uid,
-        pod.namespace,
-        pod.name,
-        requests={k: max(v, 0) for k, v in pod.requests.items()},
-        non_zero_cpu=max(pod.non_zero_cpu, 0),
-        non_zero_memory=max(pod.non_zero_memory, 0),
-        node_name=pod.node_name,
-        labels=pod.labels,
-        priority=pod.priority,
-        host_ports=pod.host_ports,
-        images=pod.images,
-        image_volumes=pod.image_volumes,
-        deleting=pod.deletion_timestamp is not None,
-        start_time=start_time_of(pod),
-        fit_score_requests=pod.fit_score_requests,
-        volumes=volume_spec(pod),
-    )
+    fields: dict[str, Any] = {
+        "requests": {k: max(v, 0) for k, v in pod.requests.items()},
+        "non_zero_cpu": max(pod.non_zero_cpu, 0),
+        "non_zero_memory": max(pod.non_zero_memory, 0),
+        "node_name": pod.node_name,
+        "labels": pod.labels,
+        "priority": pod.priority,
+        "host_ports": pod.host_ports,
+        "images": pod.images,
+        "image_volumes": pod.image_volumes,
+        "deleting": pod.deletion_timestamp is not None,
+        "start_time": start_time_of(pod),
+        "fit_score_requests": pod.fit_score_requests,
+        "volumes": volume_spec(pod),
+    }
+    ids = (pod.uid, pod.namespace, pod.name)
+    try:
+        compiled = CompiledPod(*ids, **fields)
+    except ValueError:
+        compiled = CompiledPod(*_encodable(ids), **{k: _encodable(v) for k, v in fields.items()})
     return compiled, error
+
+
+def _encodable(value: Any) -> Any:
+    """``value`` with every string's unencodable characters (lone surrogates) escaped."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_encodable(v) for v in value)
+    return value

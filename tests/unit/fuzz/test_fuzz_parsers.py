@@ -28,6 +28,7 @@ import json
 import os
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -386,6 +387,31 @@ def test_bound_pod_is_accounted_whatever_its_terms(obj: Any) -> None:
     cache.add_pod(pod)  # falls back to the accounting-only form, never raises
     assert cache.has_pod(pod.uid)
     cache.snapshot.schedule(compile_pod(_plain_pod()), _PROFILE.kernels, True)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        pytest.param(("metadata", "name"), id="name"),
+        pytest.param(("metadata", "labels", "app"), id="label-value"),
+    ],
+)
+def test_bound_pod_with_a_lone_surrogate_is_accounted(where: tuple[str, ...]) -> None:
+    """Found by the fuzz test above: a string the core cannot encode (a lone surrogate,
+    which ``json.loads`` or Python code can produce) made even the accounting-only form
+    fail, so the cache raised instead of counting the bound pod on its node."""
+    obj = copy.deepcopy(POD_SEED)
+    obj["spec"]["nodeName"] = "n1"
+    target = obj
+    for key in where[:-1]:
+        target = target.setdefault(key, {})
+    target[where[-1]] = "\ud800"
+    pod = Pod.from_dict(obj)
+    cache = _cache()
+    cache.add_pod(pod)
+    assert cache.has_pod(pod.uid)
+    result = cache.snapshot.schedule(compile_pod(_plain_pod()), _PROFILE.kernels, True)
+    assert result is not None
 
 
 @FUZZ
