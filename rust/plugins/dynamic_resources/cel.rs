@@ -706,7 +706,10 @@ fn cel_text(v: &dyn Val) -> String {
 
 // ---- cel-go's ext.Sets -----------------------------------------------------------------
 
-fn list_items(v: &dyn Val) -> Result<Vec<&dyn Val>, ExecutionError> {
+/// The elements of a CEL list (also used by Kubernetes' lists library in `cellib`).
+pub(crate) fn list_items<'a, 'v>(
+    v: &'a (dyn Val + 'v),
+) -> Result<Vec<&'a (dyn Val + 'v)>, ExecutionError> {
     let it = v
         .as_iterable()
         .ok_or_else(|| ExecutionError::UnexpectedType {

@@ -27,6 +27,8 @@ use cel::common::types::{
 use cel::common::value::{CowVal, StaticVal, Val};
 use cel::{Env, ExecutionError};
 
+use super::cel::list_items;
+
 // ---- Go's strconv.Quote ------------------------------------------------------------------
 
 /// Go's `strconv.Quote`, for the messages that quote their input.
@@ -1120,21 +1122,6 @@ fn url_query(u: &CelUrl) -> CelMap<'static> {
 
 // ---- Kubernetes' lists library ------------------------------------------------------------
 
-fn elements<'a, 'v>(v: &'a (dyn Val + 'v)) -> Result<Vec<&'a (dyn Val + 'v)>, ExecutionError> {
-    let it = v
-        .as_iterable()
-        .ok_or_else(|| ExecutionError::UnexpectedType {
-            got: v.get_type().name().to_owned(),
-            want: "list".to_owned(),
-        })?;
-    let mut out = Vec::new();
-    let mut items = it.iter();
-    while let Some(x) = items.next() {
-        out.push(x);
-    }
-    Ok(out)
-}
-
 fn compare(a: &dyn Val, b: &dyn Val) -> Result<Ordering, ExecutionError> {
     a.as_comparer()
         .ok_or_else(|| {
@@ -1153,7 +1140,7 @@ fn one<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionErr
 
 fn list_is_sorted<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let list = one(args)?;
-    let items = elements(list.as_ref())?;
+    let items = list_items(list.as_ref())?;
     for w in items.windows(2) {
         if compare(w[0], w[1])? == Ordering::Greater {
             return Ok(CowVal::owned(CelBool::from(false)));
@@ -1164,7 +1151,7 @@ fn list_is_sorted<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, E
 
 fn list_sum<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let list = one(args)?;
-    let items = elements(list.as_ref())?;
+    let items = list_items(list.as_ref())?;
     let Some((first, rest)) = items.split_first() else {
         return Ok(CowVal::owned(CelInt::from(0)));
     };
@@ -1188,7 +1175,7 @@ fn extreme<'b, 'v>(
     prefer: Ordering,
 ) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let list = one(args)?;
-    let items = elements(list.as_ref())?;
+    let items = list_items(list.as_ref())?;
     let mut best: Option<&(dyn Val + 'v)> = None;
     for x in items {
         best = match best {
@@ -1227,14 +1214,14 @@ fn two<'b, 'v>(
 
 fn list_index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let (list, item) = two(args)?;
-    let items = elements(list.as_ref())?;
+    let items = list_items(list.as_ref())?;
     let i = items.iter().position(|x| x.equals(item.as_ref()));
     Ok(CowVal::owned(CelInt::from(i.map_or(-1, |i| i as i64))))
 }
 
 fn list_last_index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
     let (list, item) = two(args)?;
-    let items = elements(list.as_ref())?;
+    let items = list_items(list.as_ref())?;
     let i = items.iter().rposition(|x| x.equals(item.as_ref()));
     Ok(CowVal::owned(CelInt::from(i.map_or(-1, |i| i as i64))))
 }
@@ -1316,7 +1303,9 @@ fn traversal_cost(v: &dyn Val) -> u64 {
         return (s.inner().len() as f64 * 0.1) as u64;
     }
     match v.get_type().kind() {
-        Kind::List => elements(v).map_or(1, |items| items.iter().map(|x| traversal_cost(*x)).sum()),
+        Kind::List => {
+            list_items(v).map_or(1, |items| items.iter().map(|x| traversal_cost(*x)).sum())
+        }
         Kind::Map => {
             let Some(it) = v.as_iterable() else { return 1 };
             let Some(ix) = v.as_indexer() else { return 1 };
