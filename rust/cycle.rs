@@ -879,6 +879,24 @@ impl Snapshot {
         None
     }
 
+    /// `plugins` (active Filters, DynamicResources not among them) in order on one node
+    /// as it is, without nominated pods: the first rejection.
+    #[inline]
+    fn run_filters(&self, st: &PodState, slot: u32, plugins: &[Plugin]) -> Option<Reject> {
+        for &plugin in plugins {
+            if let Some((unresolvable, detail)) =
+                self.filter_plugin(plugin, st, slot, &NOTHING_FREED, &NOTHING_FREED)
+            {
+                return Some(Reject {
+                    plugin,
+                    unresolvable,
+                    detail,
+                });
+            }
+        }
+        None
+    }
+
     /// One Filter plugin on one node: `None` when it passes, else `(unresolvable, detail)`.
     #[inline(always)]
     fn filter_plugin(
@@ -1446,19 +1464,29 @@ impl Snapshot {
         range: std::ops::Range<usize>,
         profile: &Profile,
         st: &PodState,
-        kept: Option<&Entry>,
-    ) -> Vec<(u32, Option<Reject>, bool)> {
+        kept: Option<(&Entry, usize)>,
+    ) -> Vec<(u32, Option<Reject>, Option<Option<Reject>>)> {
         let n = order.len();
         let at = |p: usize| {
             let slot = order[(start + p) % n];
-            if let Some(e) = kept {
+            if let Some((e, prefix)) = kept {
+                // Without nominated pods on the node, `filter_node` is the active
+                // Filters in order on the node as it is: the leading `prefix` of them
+                // (whose verdict is kept), then the rest.
                 if self.nominated_on[slot as usize] == 0 {
-                    if let Some(v) = e.verdict(slot, self.slot_stamp[slot as usize]) {
-                        return (slot, v, false);
-                    }
+                    let (lead, rest) = st.active_filters.split_at(prefix);
+                    return match e.verdict(slot, self.slot_stamp[slot as usize]) {
+                        Some(Some(r)) => (slot, Some(r), None),
+                        Some(None) => (slot, self.run_filters(st, slot, rest), None),
+                        None => {
+                            let v = self.run_filters(st, slot, lead);
+                            let all = v.or_else(|| self.run_filters(st, slot, rest));
+                            (slot, all, Some(v))
+                        }
+                    };
                 }
             }
-            (slot, self.filter_node(profile, st, slot), true)
+            (slot, self.filter_node(profile, st, slot), None)
         };
         if range.len() >= PARALLEL_MIN_NODES {
             range
@@ -1710,11 +1738,18 @@ impl Snapshot {
             let start = self.next_start % n;
             feasible.reserve(want.min(n));
             processed = n;
-            // Verdicts are reused only when every active Filter's is a pure function of
-            // the pod and the node (see `reuse`).
-            let reuse_filters = entry.is_some()
-                && st.dra.is_none()
-                && st.active_filters.iter().all(|&p| reuse::filter_reusable(p));
+            // The verdict of the leading active Filters whose verdicts are pure functions
+            // of the pod and the node (see `reuse`) is reused; the Filters after them run
+            // on the nodes that verdict passes.
+            let prefix = if entry.is_some() && st.dra.is_none() {
+                st.active_filters
+                    .iter()
+                    .take_while(|&&p| reuse::filter_reusable(p))
+                    .count()
+            } else {
+                0
+            };
+            let reuse_filters = prefix > 0;
             let mut pos = 0;
             'waves: while pos < n {
                 let need = want - feasible.len();
@@ -1732,18 +1767,17 @@ impl Snapshot {
                     // Likely a pod that fits nowhere: make room for every rejection once.
                     out.failures.reserve(n - out.failures.len());
                 }
-                let kept = entry.as_deref().filter(|_| reuse_filters);
-                for (off, (slot, verdict, fresh)) in self
+                let kept = entry
+                    .as_deref()
+                    .filter(|_| reuse_filters)
+                    .map(|e| (e, prefix));
+                for (off, (slot, verdict, to_keep)) in self
                     .filter_wave(order, start, pos..pos + wave, profile, st, kept)
                     .into_iter()
                     .enumerate()
                 {
-                    if fresh && reuse_filters && self.nominated_on[slot as usize] == 0 {
-                        if let Some(e) = entry.as_deref_mut() {
-                            if verdict.is_none_or(|r| r.detail != DETAIL_ERROR) {
-                                e.store_verdict(slot, self.slot_stamp[slot as usize], verdict);
-                            }
-                        }
+                    if let (Some(kept), Some(e)) = (to_keep, entry.as_deref_mut()) {
+                        e.store_verdict(slot, self.slot_stamp[slot as usize], kept);
                     }
                     self.tally(st, slot, verdict.as_ref(), &mut tally);
                     match verdict {

@@ -21,11 +21,15 @@
 //!   stamp; the counter never repeats, so a reused slot never matches an old result.
 //!   Scheduler-wide inputs (the DRA-backed extended resource names NodeResourcesFit's
 //!   Filter consults) clear the whole cache when they change.
-//! - **What**: the Filter verdict (first rejecting plugin, its code and detail) when
-//!   every active Filter is one of NodeUnschedulable, NodeName, TaintToleration,
-//!   NodeAffinity, NodePorts, NodeResourcesFit, and the node has no nominated pods (the
-//!   verdict then also depends on the incoming pod's uid and the nominations: those
-//!   nodes are always filtered afresh); and the raw scores of NodeResourcesFit,
+//! - **What**: the verdict (first rejecting plugin, its code and detail) of the
+//!   pod's leading active Filters that are among NodeUnschedulable, NodeName,
+//!   TaintToleration, NodeAffinity, NodePorts and NodeResourcesFit (all of the default
+//!   profile's Filters before the volume plugins, PodTopologySpread and
+//!   InterPodAffinity), on nodes without nominated pods (with them, the verdict also
+//!   depends on the incoming pod's uid and the nominations: those nodes are always
+//!   filtered afresh). A node that verdict passes runs the Filters after them as
+//!   usual, so the node's verdict is the one the Filters in order give. And the raw
+//!   scores of NodeResourcesFit,
 //!   NodeResourcesBalancedAllocation, TaintToleration and NodeAffinity (when none of them
 //!   reads DRA device totals). PodTopologySpread, InterPodAffinity, ImageLocality (its
 //!   score reads the cluster-wide image spread and node count), the volume plugins,

@@ -117,6 +117,16 @@ PREFER_ZONE_B = {
         }
     }
 }
+SPREAD = {
+    "topologySpreadConstraints": [
+        {
+            "maxSkew": 1,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "spread"}},
+        }
+    ]
+}
 HOST_PORT = {
     "containers": [
         {
@@ -212,6 +222,19 @@ def _nominated_pod_takes_the_room(p: Pair) -> None:
     assert p.schedule(_pod("c", cpu="600m"), PROFILE).node == "n1"
 
 
+def _spreading_sees_other_nodes_change(p: Pair) -> None:
+    for name, zone in [("a1", "a"), ("a2", "a"), ("b1", "b"), ("b2", "b")]:
+        p.do(lambda s, name=name, zone=zone: _node(s, name, labels={ZONE: zone}))
+    first = p.place(_pod("s1", labels={"app": "spread"}, extra_spec=SPREAD), PROFILE)
+    assert first is not None
+    # The other node of the first pod's zone did not change, yet spreading now rejects
+    # it: only the leading Fit-like verdicts of a node are reused, never the spreading.
+    second = p.place(_pod("s2", labels={"app": "spread"}, extra_spec=SPREAD), PROFILE)
+    assert second is not None and second[0] != first[0]
+    r = p.schedule(_pod("s3", labels={"app": "spread"}, extra_spec=SPREAD), PROFILE)
+    assert r.node is not None
+
+
 def _own_nomination_is_not_a_twins(p: Pair) -> None:
     p.do(lambda s: _node(s, "n1", cpu="1"))
     big = _pod("big", cpu="600m", priority=1000)
@@ -278,6 +301,7 @@ CASES = [
     Case("a nominated pod takes the room and gives it back", _nominated_pod_takes_the_room),
     Case("a pod's own nomination is not its twin's", _own_nomination_is_not_a_twins),
     Case("a host port taken and freed", _host_port_taken),
+    Case("spreading sees other nodes change", _spreading_sees_other_nodes_change),
     Case("a removed node's slot reused by another node", _removed_node_slot_reused),
     Case("two profiles score the same pods", _profiles_share_a_signature),
     Case("a batch places and undoes", _batch_undoes_its_placements),
@@ -336,6 +360,7 @@ def _random_ops(seed: int) -> None:
         {"cpu": "300m", "extra_spec": IN_ZONE_A},
         {"cpu": "300m", "extra_spec": PREFER_ZONE_B},
         {"cpu": "300m", "priority": 100},
+        {"cpu": "300m", "labels": {"app": "spread"}, "extra_spec": SPREAD},
     ]
     placed: list[str] = []
     nominated: list[str] = []
