@@ -1684,6 +1684,7 @@ impl Snapshot {
     /// Filter `all` (from the start index, with sampling) and score the feasible nodes;
     /// `score_all` is every node of the snapshot, which scoring reads (`all` itself
     /// unless a placement restricts the attempt).
+    #[allow(clippy::too_many_arguments)]
     fn schedule_with(
         &mut self,
         all: &[u32],
