@@ -47,6 +47,7 @@ use crate::plugins::{
 };
 use crate::pod::CompiledPod;
 use crate::profile::Profile;
+use crate::reuse::{self, Entry, SCORED};
 use crate::sample::num_feasible_nodes_to_find;
 use crate::selector::intern_labels;
 use crate::snapshot::anti::TermKind;
@@ -878,6 +879,24 @@ impl Snapshot {
         None
     }
 
+    /// `plugins` (active Filters, DynamicResources not among them) in order on one node
+    /// as it is, without nominated pods: the first rejection.
+    #[inline]
+    fn run_filters(&self, st: &PodState, slot: u32, plugins: &[Plugin]) -> Option<Reject> {
+        for &plugin in plugins {
+            if let Some((unresolvable, detail)) =
+                self.filter_plugin(plugin, st, slot, &NOTHING_FREED, &NOTHING_FREED)
+            {
+                return Some(Reject {
+                    plugin,
+                    unresolvable,
+                    detail,
+                });
+            }
+        }
+        None
+    }
+
     /// One Filter plugin on one node: `None` when it passes, else `(unresolvable, detail)`.
     #[inline(always)]
     fn filter_plugin(
@@ -1070,7 +1089,110 @@ impl Snapshot {
         all: &[u32],
         evals: &mut Evals,
     ) -> Vec<i64> {
+        self.score_nodes_reusing(profile, st, feasible, all, evals, None)
+    }
+
+    /// Which of the kept raw score columns (`reuse::score_column`) this attempt uses:
+    /// the profile scores with the plugin and its PreScore does not skip.
+    fn kept_columns(profile: &Profile, st: &PodState) -> [bool; SCORED] {
+        [
+            profile.has_score(Plugin::NodeResourcesFit),
+            profile.has_score(Plugin::NodeResourcesBalancedAllocation)
+                && st.balanced_score.is_some(),
+            profile.has_score(Plugin::TaintToleration),
+            profile.has_score(Plugin::NodeAffinity) && !st.node_affinity.preferred.is_empty(),
+        ]
+    }
+
+    /// The raw scores of the kept columns `need` on one node, in one pass.
+    #[inline]
+    fn raw_row(
+        &self,
+        profile: &Profile,
+        st: &PodState,
+        need: &[bool; SCORED],
+        slot: u32,
+    ) -> [i64; SCORED] {
+        let mut row = [0i64; SCORED];
+        if need[0] {
+            let strategy = &profile.fit.strategy;
+            row[0] = fit::score_with(self, &st.fit_score, slot, |r| {
+                fit::strategy_score(strategy, r)
+            });
+        }
+        if need[1] {
+            if let Some(bs) = &st.balanced_score {
+                row[1] = fit::score_with(self, bs, slot, |r| {
+                    balanced_allocation::score(r, &bs.resources)
+                });
+            }
+        }
+        if need[2] {
+            row[2] = taint_toleration::score(self, &st.taints, slot);
+        }
+        if need[3] {
+            row[3] = node_affinity::score(self, &st.node_affinity, slot);
+        }
+        row
+    }
+
+    /// The kept columns' raw scores of every node in `feasible` (same order), reusing
+    /// and filling `entry` when given.
+    fn raw_rows(
+        &self,
+        profile: &Profile,
+        st: &PodState,
+        feasible: &[u32],
+        need: &[bool; SCORED],
+        entry: Option<&mut Entry>,
+    ) -> Vec<[i64; SCORED]> {
+        let Some(entry) = entry else {
+            return if feasible.len() >= PARALLEL_MIN_NODES {
+                feasible
+                    .par_iter()
+                    .with_min_len(PARALLEL_CHUNK)
+                    .map(|&s| self.raw_row(profile, st, need, s))
+                    .collect()
+            } else {
+                feasible
+                    .iter()
+                    .map(|&s| self.raw_row(profile, st, need, s))
+                    .collect()
+            };
+        };
+        let mut rows = Vec::with_capacity(feasible.len());
+        for &slot in feasible {
+            let stamp = self.slot_stamp[slot as usize];
+            let row = match entry.scores(slot, stamp) {
+                Some(r) => *r,
+                None => {
+                    let r = self.raw_row(profile, st, need, slot);
+                    entry.store_scores(slot, stamp, r);
+                    r
+                }
+            };
+            rows.push(row);
+        }
+        rows
+    }
+
+    /// `score_nodes`, reusing and keeping the raw scores of the plugins `reuse` covers
+    /// in `entry` when given.
+    fn score_nodes_reusing(
+        &self,
+        profile: &Profile,
+        st: &PodState,
+        feasible: &[u32],
+        all: &[u32],
+        evals: &mut Evals,
+        entry: Option<&mut Entry>,
+    ) -> Vec<i64> {
         let mut totals = vec![0i64; feasible.len()];
+        let need = Self::kept_columns(profile, st);
+        let rows = need
+            .iter()
+            .any(|&b| b)
+            .then(|| self.raw_rows(profile, st, feasible, &need, entry));
         for &plugin in &profile.pre_scores {
             // A PreScore enabled without its Score: called all the same.
             if !profile.has_score(plugin)
@@ -1083,7 +1205,7 @@ impl Snapshot {
         }
         for &(plugin, weight) in &profile.scores {
             let Some((_, normalized)) =
-                self.plugin_scores_or_skip(profile, st, plugin, feasible, all)
+                self.plugin_scores_from(profile, st, plugin, feasible, all, rows.as_deref())
             else {
                 continue; // upstream's PreScore returned Skip: its Score is not called
             };
@@ -1121,13 +1243,30 @@ impl Snapshot {
         feasible: &[u32],
         all: &[u32],
     ) -> Option<(Vec<i64>, Vec<i64>)> {
+        self.plugin_scores_from(profile, st, plugin, feasible, all, None)
+    }
+
+    /// `plugin_scores_or_skip`, taking the raw scores of the plugins `reuse` covers from
+    /// `rows` when given (see `raw_rows`; same skips, same normalization).
+    fn plugin_scores_from(
+        &self,
+        profile: &Profile,
+        st: &PodState,
+        plugin: Plugin,
+        feasible: &[u32],
+        all: &[u32],
+        rows: Option<&[[i64; SCORED]]>,
+    ) -> Option<(Vec<i64>, Vec<i64>)> {
         let zeros = || Some((vec![0; feasible.len()], vec![0; feasible.len()]));
+        let column = |c: usize| rows.map(|rows| rows.iter().map(|r| r[c]).collect::<Vec<i64>>());
         match plugin {
             Plugin::NodeResourcesFit => {
                 let strategy = &profile.fit.strategy;
-                let raw = map_nodes(feasible, |slot| {
-                    fit::score_with(self, &st.fit_score, slot, |r| {
-                        fit::strategy_score(strategy, r)
+                let raw = column(0).unwrap_or_else(|| {
+                    map_nodes(feasible, |slot| {
+                        fit::score_with(self, &st.fit_score, slot, |r| {
+                            fit::strategy_score(strategy, r)
+                        })
                     })
                 });
                 Some((raw.clone(), raw))
@@ -1135,17 +1274,21 @@ impl Snapshot {
             Plugin::NodeResourcesBalancedAllocation => match &st.balanced_score {
                 None => None,
                 Some(bs) => {
-                    let raw = map_nodes(feasible, |slot| {
-                        fit::score_with(self, bs, slot, |r| {
-                            balanced_allocation::score(r, &bs.resources)
+                    let raw = column(1).unwrap_or_else(|| {
+                        map_nodes(feasible, |slot| {
+                            fit::score_with(self, bs, slot, |r| {
+                                balanced_allocation::score(r, &bs.resources)
+                            })
                         })
                     });
                     Some((raw.clone(), raw))
                 }
             },
             Plugin::TaintToleration => {
-                let raw = map_nodes(feasible, |slot| {
-                    taint_toleration::score(self, &st.taints, slot)
+                let raw = column(2).unwrap_or_else(|| {
+                    map_nodes(feasible, |slot| {
+                        taint_toleration::score(self, &st.taints, slot)
+                    })
                 });
                 let mut norm = raw.clone();
                 default_normalize(100, true, &mut norm);
@@ -1155,8 +1298,10 @@ impl Snapshot {
                 if st.node_affinity.preferred.is_empty() {
                     return None;
                 }
-                let raw = map_nodes(feasible, |slot| {
-                    node_affinity::score(self, &st.node_affinity, slot)
+                let raw = column(3).unwrap_or_else(|| {
+                    map_nodes(feasible, |slot| {
+                        node_affinity::score(self, &st.node_affinity, slot)
+                    })
                 });
                 let mut norm = raw.clone();
                 default_normalize(100, false, &mut norm);
@@ -1319,11 +1464,29 @@ impl Snapshot {
         range: std::ops::Range<usize>,
         profile: &Profile,
         st: &PodState,
-    ) -> Vec<(u32, Option<Reject>)> {
+        kept: Option<(&Entry, usize)>,
+    ) -> Vec<(u32, Option<Reject>, Option<Option<Reject>>)> {
         let n = order.len();
         let at = |p: usize| {
             let slot = order[(start + p) % n];
-            (slot, self.filter_node(profile, st, slot))
+            if let Some((e, prefix)) = kept {
+                // Without nominated pods on the node, `filter_node` is the active
+                // Filters in order on the node as it is: the leading `prefix` of them
+                // (whose verdict is kept), then the rest.
+                if self.nominated_on[slot as usize] == 0 {
+                    let (lead, rest) = st.active_filters.split_at(prefix);
+                    return match e.verdict(slot, self.slot_stamp[slot as usize]) {
+                        Some(Some(r)) => (slot, Some(r), None),
+                        Some(None) => (slot, self.run_filters(st, slot, rest), None),
+                        None => {
+                            let v = self.run_filters(st, slot, lead);
+                            let all = v.or_else(|| self.run_filters(st, slot, rest));
+                            (slot, all, Some(v))
+                        }
+                    };
+                }
+            }
+            (slot, self.filter_node(profile, st, slot), None)
         };
         if range.len() >= PARALLEL_MIN_NODES {
             range
@@ -1422,6 +1585,12 @@ impl Snapshot {
         }
         self.ensure_order();
         let order = std::mem::take(&mut self.order);
+        let mut entry = Self::reuse_key(pod, profile, &st)
+            .filter(|_| self.reuse_results)
+            .map(|k| {
+                let cap = self.capacity();
+                self.reuse.take(k, cap)
+            });
         let mut out = self.schedule_with(
             within.unwrap_or(&order),
             &order,
@@ -1429,7 +1598,11 @@ impl Snapshot {
             &st,
             keep_scores,
             nominated_failure,
+            entry.as_mut(),
         );
+        if let Some(e) = entry {
+            self.reuse.put(e);
+        }
         out.narrowed = st.allowed.is_some();
         out.evals.add(&evals);
         self.order = order;
@@ -1437,6 +1610,43 @@ impl Snapshot {
             out.state = Some(st);
         }
         out
+    }
+
+    /// The key of the per-node results this attempt may reuse and keep (see `reuse`),
+    /// `None` when it may not: the pod names its node, carries volume kernel requests,
+    /// requires declared features, runs DynamicResources or a PreFilter rejected it.
+    fn reuse_key(pod: &CompiledPod, profile: &Profile, st: &PodState) -> Option<reuse::Key> {
+        if !pod.node_name.is_empty()
+            || !pod.kernel.is_empty()
+            || st.dra.is_some()
+            || st.features.is_some()
+            || st.prefilter_reject.is_some()
+            || st.fit_score.dra.is_some()
+            || st.balanced_score.as_ref().is_some_and(|b| b.dra.is_some())
+        {
+            return None;
+        }
+        // Every field of the pod the reused plugins read (their PreFilter/PreScore
+        // state is built from these and the profile alone), compared in full.
+        let pod_key = format!(
+            "{:?}|{:?}|{}|{}|{:?}|{}|{:?}|{:?}|{:?}|{:?}|{:?}",
+            pod.requests,
+            pod.fit_score_requests,
+            pod.non_zero_cpu,
+            pod.non_zero_memory,
+            pod.tolerations,
+            pod.priority,
+            pod.node_selector,
+            pod.node_affinity,
+            pod.host_ports,
+            pod.required_features,
+            pod.node_name,
+        );
+        Some(reuse::Key {
+            profile: profile.id,
+            active: st.active_filters.clone(),
+            pod: pod_key,
+        })
     }
 
     /// Upstream `evaluateNominatedNode`: the pod's nominated node (when it is a node of
@@ -1474,6 +1684,7 @@ impl Snapshot {
     /// Filter `all` (from the start index, with sampling) and score the feasible nodes;
     /// `score_all` is every node of the snapshot, which scoring reads (`all` itself
     /// unless a placement restricts the attempt).
+    #[allow(clippy::too_many_arguments)]
     fn schedule_with(
         &mut self,
         all: &[u32],
@@ -1482,6 +1693,7 @@ impl Snapshot {
         st: &PodState,
         keep_scores: bool,
         nominated_failure: Option<(u32, Reject)>,
+        mut entry: Option<&mut Entry>,
     ) -> Outcome {
         let mut out = Outcome {
             num_all_nodes: all.len(),
@@ -1527,6 +1739,18 @@ impl Snapshot {
             let start = self.next_start % n;
             feasible.reserve(want.min(n));
             processed = n;
+            // The verdict of the leading active Filters whose verdicts are pure functions
+            // of the pod and the node (see `reuse`) is reused; the Filters after them run
+            // on the nodes that verdict passes.
+            let prefix = if entry.is_some() && st.dra.is_none() {
+                st.active_filters
+                    .iter()
+                    .take_while(|&&p| reuse::filter_reusable(p))
+                    .count()
+            } else {
+                0
+            };
+            let reuse_filters = prefix > 0;
             let mut pos = 0;
             'waves: while pos < n {
                 let need = want - feasible.len();
@@ -1544,11 +1768,18 @@ impl Snapshot {
                     // Likely a pod that fits nowhere: make room for every rejection once.
                     out.failures.reserve(n - out.failures.len());
                 }
-                for (off, (slot, verdict)) in self
-                    .filter_wave(order, start, pos..pos + wave, profile, st)
+                let kept = entry
+                    .as_deref()
+                    .filter(|_| reuse_filters)
+                    .map(|e| (e, prefix));
+                for (off, (slot, verdict, to_keep)) in self
+                    .filter_wave(order, start, pos..pos + wave, profile, st, kept)
                     .into_iter()
                     .enumerate()
                 {
+                    if let (Some(kept), Some(e)) = (to_keep, entry.as_deref_mut()) {
+                        e.store_verdict(slot, self.slot_stamp[slot as usize], kept);
+                    }
                     self.tally(st, slot, verdict.as_ref(), &mut tally);
                     match verdict {
                         None => {
@@ -1606,7 +1837,8 @@ impl Snapshot {
             _ => {}
         }
         out.failures.clear();
-        let totals = self.score_nodes(profile, st, &feasible, score_all, &mut out.evals);
+        let totals =
+            self.score_nodes_reusing(profile, st, &feasible, score_all, &mut out.evals, entry);
         out.evals.scored = feasible.len() as u32;
         out.chosen = Some(self.select_host(&feasible, &totals));
         if keep_scores {

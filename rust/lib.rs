@@ -11,6 +11,7 @@ pub mod plugins;
 pub mod pod;
 pub mod preemption;
 pub mod profile;
+pub mod reuse;
 pub mod sample;
 pub mod selector;
 pub mod snapshot;

@@ -21,6 +21,9 @@ use crate::plugins::Plugin;
 #[pyclass(frozen, module = "ksched._core")]
 #[derive(Clone, Debug)]
 pub struct Profile {
+    /// Unique per built profile (a clone keeps it, and its content): the key of the
+    /// per-node results attempts reuse (see `reuse`).
+    pub id: u64,
     pub filters: Vec<Plugin>,
     pub scores: Vec<(Plugin, i64)>,
     pub fit: FitArgs,
@@ -45,6 +48,7 @@ pub struct Profile {
 impl Default for Profile {
     fn default() -> Self {
         Profile {
+            id: crate::reuse::next_profile_id(),
             filters: vec![
                 Plugin::NodeUnschedulable,
                 Plugin::NodeName,

@@ -559,6 +559,12 @@ class Snapshot:
     def set_claim_volume(self, key: str, volume: tuple[str, str] | None) -> None:
         """The ``(driver, volume handle)`` claim ``namespace/name`` counts as (None:
         none), for NodeVolumeLimits."""
+    def set_result_reuse(self, enabled: bool) -> None:
+        """Whether attempts reuse the per-node results of earlier attempts of pods alike
+        (on by default); the results are the same either way."""
+    @property
+    def result_reuse_keys(self) -> int:
+        """How many pod signatures' per-node results are kept."""
     def set_nominated(self, pod: CompiledPod, node_name: str) -> None: ...
     def clear_nominated(self, uid: str) -> bool: ...
     @property

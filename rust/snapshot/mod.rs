@@ -146,6 +146,15 @@ pub struct Snapshot {
     pub node_pods: Vec<Vec<u32>>,
     /// Bumped whenever the pods accounted on a slot change or the slot changes hands.
     pub slot_gen: Vec<u32>,
+    /// Per slot, the value of `stamp_clock` at the last change of anything about the
+    /// slot the reused per-node results depend on (see `reuse`): its node, its pods,
+    /// its host ports, the pods nominated to it, the slot changing hands.
+    pub slot_stamp: Vec<u64>,
+    stamp_clock: u64,
+    /// Per-signature per-node results of earlier attempts (see `reuse`).
+    pub(crate) reuse: crate::reuse::ReuseCache,
+    /// Whether attempts reuse per-node results at all (tests compare with and without).
+    pub(crate) reuse_results: bool,
     /// Preemption's per-slot memo of what the pods below some priority would free
     /// (valid while `slot_gen` stays), see `preemption`.
     pub(crate) lower_pods: Vec<crate::preemption::LowerPods>,
@@ -227,6 +236,10 @@ impl Snapshot {
             free_pods: Vec::new(),
             node_pods: Vec::new(),
             slot_gen: Vec::new(),
+            slot_stamp: Vec::new(),
+            stamp_clock: 0,
+            reuse: crate::reuse::ReuseCache::default(),
+            reuse_results: true,
             lower_pods: Vec::new(),
             node_ports: Vec::new(),
             node_images: Vec::new(),
@@ -378,6 +391,7 @@ impl Snapshot {
                 self.declared_features.push(FeatureSet::default());
                 self.node_pods.push(Vec::new());
                 self.slot_gen.push(0);
+                self.slot_stamp.push(0);
                 self.nominated_on.push(0);
                 self.nominated_sum.push(Default::default());
                 self.lower_pods.push(Default::default());
@@ -389,6 +403,7 @@ impl Snapshot {
         };
         let i = slot as usize;
         self.slot_gen[i] = self.slot_gen[i].wrapping_add(1);
+        self.touch(slot);
         self.nominated_on[i] = self.nominated.on(name).len() as u32;
         self.names[i] = Arc::from(name);
         self.refresh_nominated_sum(slot);
@@ -398,8 +413,17 @@ impl Snapshot {
         slot
     }
 
+    /// Mark `slot`'s state changed for the reused results (see `reuse`): a new stamp
+    /// from a counter that never repeats.
+    #[inline]
+    pub(crate) fn touch(&mut self, slot: u32) {
+        self.stamp_clock += 1;
+        self.slot_stamp[slot as usize] = self.stamp_clock;
+    }
+
     fn release_slot(&mut self, slot: u32) {
         let i = slot as usize;
+        self.touch(slot);
         let name = self.names[i].clone();
         self.storage.slot_released(slot, &name);
         self.by_name.remove(&*self.names[i]);
@@ -422,6 +446,7 @@ impl Snapshot {
 
     fn clear_node_fields(&mut self, slot: u32) {
         let i = slot as usize;
+        self.touch(slot);
         for col in self.allocatable.iter_mut() {
             col[i] = 0;
         }
@@ -522,6 +547,7 @@ impl Snapshot {
                 .map(|(_, v)| v.as_str())
         });
         self.has_node[i] = true;
+        self.touch(slot);
         if self.tree.add(slot, zone) {
             self.order_dirty = true;
         }
@@ -567,6 +593,7 @@ impl Snapshot {
             if self.node_ports[i] != ports {
                 self.node_ports[i] = ports;
                 self.slot_gen[i] = self.slot_gen[i].wrapping_add(1);
+                self.touch(slot);
                 self.generation += 1;
             }
         }
@@ -632,6 +659,7 @@ impl Snapshot {
     pub(crate) fn attach(&mut self, rec: PodRecord) -> u32 {
         let i = rec.slot as usize;
         self.slot_gen[i] = self.slot_gen[i].wrapping_add(1);
+        self.touch(rec.slot);
         for (col, amount) in &rec.requests {
             self.requested[*col][i] += amount;
         }
@@ -671,6 +699,7 @@ impl Snapshot {
         self.free_pods.push(idx);
         let i = rec.slot as usize;
         self.slot_gen[i] = self.slot_gen[i].wrapping_add(1);
+        self.touch(rec.slot);
         for (col, amount) in &rec.requests {
             self.requested[*col][i] -= amount;
         }

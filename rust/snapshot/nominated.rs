@@ -104,6 +104,7 @@ impl Snapshot {
 
     /// Recompute `nominated_sum` of `slot` from the pods nominated to its node.
     pub(crate) fn refresh_nominated_sum(&mut self, slot: u32) {
+        self.touch(slot);
         let mut sum = NominatedSum::default();
         for rec in self.nominated.on(&self.names[slot as usize]) {
             sum.min_priority = sum.min_priority.min(rec.priority);

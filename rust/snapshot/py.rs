@@ -401,6 +401,7 @@ impl Snapshot {
         let names: ahash::AHashSet<String> = names.into_iter().collect();
         if names != self.dra_extended {
             self.dra_extended = names;
+            self.reuse.clear();
             self.generation += 1;
         }
     }
@@ -679,6 +680,20 @@ impl Snapshot {
             py.detach(|| Snapshot::explain_attempt(self, pod, profile, sample, use_nomination));
         self.pending_dra = None;
         AttemptTrace::from_trace(self, trace)
+    }
+
+    /// Whether attempts reuse the per-node results of earlier attempts of pods alike
+    /// (see `reuse`; on by default). Turning it off or on forgets what was kept. The
+    /// results are the same either way: tests compare the two.
+    fn set_result_reuse(&mut self, enabled: bool) {
+        self.reuse_results = enabled;
+        self.reuse.clear();
+    }
+
+    /// How many pod signatures' per-node results are kept (see `set_result_reuse`).
+    #[getter]
+    fn result_reuse_keys(&self) -> usize {
+        self.reuse.len()
     }
 
     /// The start index and random state the next attempt begins from.
