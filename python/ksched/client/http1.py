@@ -50,16 +50,15 @@ class _Connection(asyncio.Protocol):
     """One keep-alive connection: at most one request in flight."""
 
     __slots__ = (
-        "transport",
-        "_parser",
-        "_waiter",
-        "_status",
         "_body",
-        "_retry_after",
         "_encoding",
-        "_header",
         "_keep_alive",
+        "_parser",
+        "_retry_after",
+        "_status",
+        "_waiter",
         "closed",
+        "transport",
     )
 
     def __init__(self) -> None:
@@ -70,7 +69,6 @@ class _Connection(asyncio.Protocol):
         self._body: list[bytes] = []
         self._retry_after: str | None = None
         self._encoding: str | None = None
-        self._header = b""
         self._keep_alive = False
         self.closed = False
 
@@ -275,4 +273,3 @@ class Pool:
         for conn in self._idle:
             conn.close()
         self._idle.clear()
-

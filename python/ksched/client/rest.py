@@ -523,8 +523,10 @@ class RestClient:
                     ) as resp:
                         raw = await resp.read()
                         code = resp.status
-                        return resp.status, raw, _retry_after_value(
-                            resp.status, resp.headers.get("Retry-After")
+                        return (
+                            resp.status,
+                            raw,
+                            _retry_after_value(resp.status, resp.headers.get("Retry-After")),
                         )
                 finally:
                     REST_METRICS.answered(

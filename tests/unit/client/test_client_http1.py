@@ -26,8 +26,12 @@ Answer = bytes | Callable[[asyncio.StreamWriter], asyncio.Event | None]
 
 def ok(body: bytes = b"{}", *, status: str = "201 Created", extra: bytes = b"") -> bytes:
     return (
-        b"HTTP/1.1 " + status.encode() + b"\r\nContent-Type: application/json\r\n" + extra
-        + b"Content-Length: %d\r\n\r\n" % len(body) + body
+        b"HTTP/1.1 "
+        + status.encode()
+        + b"\r\nContent-Type: application/json\r\n"
+        + extra
+        + b"Content-Length: %d\r\n\r\n" % len(body)
+        + body
     )
 
 
@@ -169,7 +173,7 @@ async def test_an_answer_cut_short_is_a_connection_error_and_the_write_is_not_re
     srv, host = raw
 
     def half(writer: asyncio.StreamWriter) -> None:
-        writer.write(b"HTTP/1.1 201 Created\r\nContent-Length: 100\r\n\r\n{\"a\"")
+        writer.write(b'HTTP/1.1 201 Created\r\nContent-Length: 100\r\n\r\n{"a"')
 
     srv.answers = [half]
     async with lean(host) as c:
@@ -198,7 +202,9 @@ async def test_status_answers_are_mapped_and_retry_after_is_honoured(
     raw: tuple[RawServer, str],
 ) -> None:
     srv, host = raw
-    status = orjson.dumps({"kind": "Status", "code": 409, "reason": "AlreadyExists", "message": "m"})
+    status = orjson.dumps(
+        {"kind": "Status", "code": 409, "reason": "AlreadyExists", "message": "m"}
+    )
     srv.answers = [
         ok(b"{}", status="429 Too Many Requests", extra=b"Retry-After: 0\r\n"),
         ok(status, status="409 Conflict"),
