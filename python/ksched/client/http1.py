@@ -163,6 +163,11 @@ class _Connection(asyncio.Protocol):
         return not self.closed and self._waiter is None
 
 
+def _expire(waiter: asyncio.Future[tuple[int, bytes, str | None]]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
+
+
 def _decode(body: bytes, encoding: str) -> bytes:
     if encoding == "gzip":
         return zlib.decompress(body, 16 + zlib.MAX_WBITS)
@@ -219,12 +224,18 @@ class Pool:
         headers: bytes,
         body: bytes | None,
         before_write: Callable[[], None] | None = None,
+        timeout: float | None = None,
     ) -> tuple[int, bytes, str | None]:
         """Send one request; return ``(status, body, Retry-After header or None)``.
 
         ``target`` is the request target as sent (already quoted); ``headers`` are
         extra header lines, each ending in CRLF (Authorization, Content-Type).
+        ``timeout`` (seconds) bounds the whole request, connecting included, and raises
+        ``TimeoutError``. The wait for the answer is bounded by one timer on its future
+        (cheaper than an ``asyncio.timeout`` scope per request).
         """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout if timeout is not None else None
         conn: _Connection | None = None
         while self._idle:
             candidate = self._idle.pop()
@@ -232,7 +243,11 @@ class Pool:
                 conn = candidate
                 break
         if conn is None:
-            conn = await self._connect()
+            if deadline is None:
+                conn = await self._connect()
+            else:
+                async with asyncio.timeout_at(deadline):
+                    conn = await self._connect()
         head = b"".join(
             (
                 method.encode("ascii"),
@@ -244,8 +259,8 @@ class Pool:
                 b"Content-Length: %d\r\n\r\n" % (len(body) if body else 0),
             )
         )
-        waiter: asyncio.Future[tuple[int, bytes, str | None]]
-        waiter = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[tuple[int, bytes, str | None]] = loop.create_future()
+        timer = loop.call_at(deadline, _expire, waiter) if deadline is not None else None
         sent = False
         try:
             if before_write is not None:
@@ -265,6 +280,9 @@ class Pool:
             elif conn.idle:
                 self._idle.append(conn)
             raise
+        finally:
+            if timer is not None:
+                timer.cancel()
         if conn.idle:
             self._idle.append(conn)
         return answer

@@ -502,14 +502,14 @@ class RestClient:
                         and _PLAIN_PATH.fullmatch(path)
                     ):
                         extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-                        async with asyncio.timeout(timeout.total):
-                            code, raw, retry = await pool.request(
-                                method,
-                                self._lean_prefix + path,
-                                extra.encode("latin-1"),
-                                body,
-                                self._write_check(method, path),
-                            )
+                        code, raw, retry = await pool.request(
+                            method,
+                            self._lean_prefix + path,
+                            extra.encode("latin-1"),
+                            body,
+                            self._write_check(method, path),
+                            timeout.total,
+                        )
                         return code, raw, _retry_after_value(code, retry)
                     async with self.session().request(
                         method,
