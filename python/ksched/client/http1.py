@@ -206,6 +206,8 @@ class Pool:
         self._idle: list[_Connection] = []
         #: Connections opened (tests check that they are reused).
         self.opened = 0
+        #: Connections in use when the pool is closed are closed once they finish.
+        self._busy: set[_Connection] = set()
 
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
@@ -259,6 +261,7 @@ class Pool:
                 b"Content-Length: %d\r\n\r\n" % (len(body) if body else 0),
             )
         )
+        self._busy.add(conn)
         waiter: asyncio.Future[tuple[int, bytes, str | None]] = loop.create_future()
         timer = loop.call_at(deadline, _expire, waiter) if deadline is not None else None
         sent = False
@@ -283,11 +286,15 @@ class Pool:
         finally:
             if timer is not None:
                 timer.cancel()
+            self._busy.discard(conn)
         if conn.idle:
             self._idle.append(conn)
         return answer
 
     def close(self) -> None:
-        for conn in self._idle:
+        """Close every connection; those in use give their request a connection error.
+        The pool opens new connections for later requests."""
+        for conn in [*self._idle, *self._busy]:
             conn.close()
         self._idle.clear()
+        self._busy.clear()

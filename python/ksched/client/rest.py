@@ -193,6 +193,9 @@ def _lean_pool(config: ClientConfig) -> tuple[http1.Pool, str] | None:
     url = urlsplit(config.host)
     if url.scheme not in ("http", "https") or not url.hostname or url.query or url.fragment:
         return None
+    prefix = url.path.rstrip("/")
+    if prefix and not _PLAIN_PATH.fullmatch(prefix):
+        return None
     secure = url.scheme == "https"
     try:
         port = url.port or (443 if secure else 80)
@@ -213,7 +216,7 @@ def _lean_pool(config: ClientConfig) -> tuple[http1.Pool, str] | None:
         host_header=url.netloc.rpartition("@")[2],
         fixed_headers=fixed,
     )
-    return pool, url.path.rstrip("/")
+    return pool, prefix
 
 
 #: ``write_guard(method, path)``: raises to stop a write before any of it is sent.

@@ -273,3 +273,25 @@ async def test_what_stays_on_aiohttp(
             await c.request(method, path, params=params, body=b"{}")
     assert sent == ["aiohttp"]
     assert (c._lean_pool is None) == (proxy is not None)
+
+
+async def test_closing_the_client_ends_requests_in_flight_and_later_ones_reconnect(
+    raw: tuple[RawServer, str],
+) -> None:
+    srv, host = raw
+    hold = asyncio.Event()
+    srv.answers = [lambda writer: hold, ok()]
+    c = lean(host)
+    pending = asyncio.ensure_future(c.request("POST", "/held", body=b"{}"))
+    for _ in range(100):
+        if srv.requests:
+            break
+        await asyncio.sleep(0.01)
+    await c.close()
+    with pytest.raises(APIError) as exc:
+        await pending
+    assert exc.value.reason == "ConnectionError"
+    assert await c.request("POST", "/after", body=b"{}") == b"{}"
+    await c.close()
+    hold.set()
+    assert srv.connections == 2
