@@ -185,6 +185,18 @@ def _connection_broke(exc: BaseException) -> bool:
 _PLAIN_PATH = re.compile(r"/[A-Za-z0-9\-._~/%:@!$&'()*+,;=]*")
 
 
+def _header_lines(headers: Mapping[str, str]) -> bytes | None:
+    """The header lines of a lean request, or None for a header aiohttp must check (a
+    CR or LF in it, a character outside Latin-1): aiohttp then refuses it as before."""
+    block = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    if block.count("\r") != len(headers) or block.count("\n") != len(headers):
+        return None
+    try:
+        return block.encode("latin-1")
+    except UnicodeEncodeError:
+        return None
+
+
 def _lean_pool(config: ClientConfig) -> tuple[http1.Pool, str] | None:
     """The lean pool of writes to ``config.host`` and the path prefix of its server URL,
     or None when aiohttp must carry them (a proxy, a scheme other than http/https)."""
@@ -498,17 +510,19 @@ class RestClient:
                 raw = b""
                 try:
                     pool = self._lean_pool
-                    if (
-                        pool is not None
+                    lines = (
+                        _header_lines(headers)
+                        if pool is not None
                         and method != "GET"
                         and not params
                         and _PLAIN_PATH.fullmatch(path)
-                    ):
-                        extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+                        else None
+                    )
+                    if pool is not None and lines is not None:
                         code, raw, retry = await pool.request(
                             method,
                             self._lean_prefix + path,
-                            extra.encode("latin-1"),
+                            lines,
                             body,
                             self._write_check(method, path),
                             timeout.total,

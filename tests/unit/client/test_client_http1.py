@@ -240,12 +240,14 @@ async def test_a_timeout_closes_the_connection_so_a_late_answer_is_never_misread
 
 
 @pytest.mark.parametrize(
-    ("method", "path", "params", "proxy"),
+    ("method", "path", "params", "proxy", "token"),
     [
-        pytest.param("GET", "/api/v1/pods", None, None, id="get"),
-        pytest.param("POST", "/x", {"dryRun": "All"}, None, id="query-parameters"),
-        pytest.param("POST", "/x y", None, None, id="path-needs-quoting"),
-        pytest.param("POST", "/x", None, "http://127.0.0.1:1", id="proxy"),
+        pytest.param("GET", "/api/v1/pods", None, None, None, id="get"),
+        pytest.param("POST", "/x", {"dryRun": "All"}, None, None, id="query-parameters"),
+        pytest.param("POST", "/x y", None, None, None, id="path-needs-quoting"),
+        pytest.param("POST", "/x", None, "http://127.0.0.1:1", None, id="proxy"),
+        pytest.param("POST", "/x", None, None, "Bearer a\r\nX-Evil: 1", id="header-with-crlf"),
+        pytest.param("POST", "/x", None, None, "Bearer \u20ac", id="header-not-latin-1"),
     ],
 )
 async def test_what_stays_on_aiohttp(
@@ -255,9 +257,10 @@ async def test_what_stays_on_aiohttp(
     path: str,
     params: dict[str, str] | None,
     proxy: str | None,
+    token: str | None,
 ) -> None:
     _, host = raw
-    c = lean(host, proxy=proxy)
+    c = lean(host, proxy=proxy, credentials=Credentials(header=token))
     sent: list[str] = []
 
     class Stop(Exception):
