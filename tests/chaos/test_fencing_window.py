@@ -1,7 +1,9 @@
 """How large is the window the write fence cannot close?
 
-The fence checks a write twice, the last time in aiohttp's chunk signal right before
-the request's bytes are handed to the transport. Two intervals remain:
+The fence checks a write right before its bytes are handed to the transport: once, before
+the single ``transport.write`` of the lean write client (:mod:`ksched.client.http1`,
+which carries every write the scheduler makes), or twice on aiohttp, the last time in
+its chunk signal. Two intervals remain:
 
 * **check → bytes handed to the kernel.** A process frozen inside it sends that one
   write after the pause, whatever its length: the only late write possible. Measured
@@ -20,11 +22,12 @@ import asyncio
 import statistics
 import time
 import uuid
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from aiohttp import http_writer
 
+from ksched.client import http1
 from ksched.client.api import connect
 from ksched.framework.profile import default_profile
 from ksched.leaderelection.fencing import FencedClusterAPI, FencingGate
@@ -72,6 +75,28 @@ async def test_the_unfenceable_window_is_microseconds_and_writes_commit_within_t
                 to_kernel.append(time.perf_counter() - checked)
 
         monkeypatch.setattr(http_writer.StreamWriter, name, timed)
+
+    class TimedTransport:
+        """The lean client's transport: times each write from its task's last check."""
+
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def write(self, data: bytes) -> None:
+            self._inner.write(data)
+            checked = last_check.pop(asyncio.current_task(), None)
+            if checked is not None:
+                to_kernel.append(time.perf_counter() - checked)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+    made = http1._Connection.connection_made
+
+    def timed_made(self: http1._Connection, transport: Any) -> None:
+        made(self, cast(asyncio.BaseTransport, TimedTransport(transport)))
+
+    monkeypatch.setattr(http1._Connection, "connection_made", timed_made)
 
     client = connect(kubeconfig=str(cp.kubeconfig), qps=500, burst=500)
     client.set_write_guard(guard)
