@@ -18,7 +18,7 @@ kube-scheduler's failure handler waits for it): the preemptors after the first o
 node took a second victim there, and the first ones, retried while that victim was
 still listed, preempted again (62-71 fillers deleted for 60 pods in 6 of 7 runs, where
 kube-scheduler deletes 60-62). The bound is what kube-scheduler does here (see
-``UPSTREAM_RACE``), and :func:`test_upstream_deletes_as_many_fillers` holds upstream's
+``UPSTREAM_RACE``), and :func:`test_deletes_no_more_fillers_than_needed` holds upstream's
 own binary to it in the same scenarios.
 """
 
@@ -225,30 +225,21 @@ def deleted_fillers(
 
 
 @pytest.mark.parametrize("leader_change", [False, True], ids=["one-leader", "leader-change"])
-def test_ksched_deletes_no_more_fillers_than_needed(
+@pytest.mark.parametrize(
+    ("who", "start"),
+    [("ksched", _start_ksched), ("kube-scheduler", _start_upstream)],
+    ids=["ksched", "upstream"],
+)
+def test_deletes_no_more_fillers_than_needed(
     control_plane: ControlPlane,
     scenario: tuple[Api, str, str],
     tmp_path: Path,
+    who: str,
+    start: Callable[[ControlPlane, Path, str, str, int], Replica],
     leader_change: bool,
 ) -> None:
+    """ksched, and kube-scheduler itself (which sets the bound), in the same scenarios."""
     api, ns, run = scenario
-    n = deleted_fillers(
-        control_plane, api, ns, run, tmp_path, _start_ksched, leader_change=leader_change
-    )
-    print(f"ksched {'leader-change' if leader_change else 'one-leader'}: {n} deleted")
-    assert HIGH <= n <= HIGH + UPSTREAM_RACE, f"{n} fillers deleted for {HIGH} pods"
-
-
-@pytest.mark.parametrize("leader_change", [False, True], ids=["one-leader", "leader-change"])
-def test_upstream_deletes_as_many_fillers(
-    control_plane: ControlPlane,
-    scenario: tuple[Api, str, str],
-    tmp_path: Path,
-    leader_change: bool,
-) -> None:
-    api, ns, run = scenario
-    n = deleted_fillers(
-        control_plane, api, ns, run, tmp_path, _start_upstream, leader_change=leader_change
-    )
-    print(f"kube-scheduler {'leader-change' if leader_change else 'one-leader'}: {n} deleted")
+    n = deleted_fillers(control_plane, api, ns, run, tmp_path, start, leader_change=leader_change)
+    print(f"{who} {'leader-change' if leader_change else 'one-leader'}: {n} deleted")
     assert HIGH <= n <= HIGH + UPSTREAM_RACE, f"{n} fillers deleted for {HIGH} pods"
