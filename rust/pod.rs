@@ -6,7 +6,7 @@
 //! the snapshot's interned ids once per scheduling attempt (the PreFilter step), because
 //! the snapshot's id space grows as nodes arrive.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -73,11 +73,53 @@ pub struct CompiledPod {
     /// The kernel requests of the current attempt (see `volume`), attached by
     /// `with_requests`; empty on a pod as compiled.
     pub kernel: KernelRequests,
+    /// `signature`, computed on first use. A `sibling` shares it: the signature reads
+    /// none of the fields a sibling replaces.
+    pub signature_memo: OnceLock<Option<Vec<u8>>>,
 }
 
 impl CompiledPod {
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// What `signature` returns (see there).
+    fn compute_signature(&self) -> Option<Vec<u8>> {
+        if !self.node_name.is_empty() || !self.kernel.is_empty() {
+            return None;
+        }
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (
+            &self.namespace,
+            &self.labels,
+            &self.requests,
+            self.non_zero_cpu,
+            self.non_zero_memory,
+            self.priority,
+            &self.nominated_node_name,
+            &self.node_selector,
+            &self.host_ports,
+            &self.images,
+            (
+                &self.image_volumes,
+                &self.fit_score_requests,
+                &self.volumes,
+                &self.required_features,
+            ),
+        )
+            .hash(&mut h);
+        format!(
+            "{:?}{:?}{:?}{:?}{:?}{}",
+            self.tolerations,
+            self.node_affinity,
+            self.pod_affinity,
+            self.spread_constraints,
+            self.default_spread_selector,
+            self.deleting
+        )
+        .hash(&mut h);
+        Some(h.finish().to_le_bytes().to_vec())
     }
 
     /// The request for `resource`, 0 when the pod does not request it.
@@ -282,7 +324,28 @@ impl CompiledPod {
             volumes,
             required_features,
             kernel: KernelRequests::default(),
+            signature_memo: OnceLock::new(),
         })
+    }
+
+    /// The kernel form of another pod stamped from the same template: this pod with
+    /// `uid`, `name` and `start_time` replaced and no kernel requests. The caller
+    /// vouches that everything else the constructor reads (namespace, labels, the spec,
+    /// the nomination, the deletion mark, the default spreading selector) is the same.
+    fn sibling(&self, uid: String, name: String, start_time: Option<f64>) -> CompiledPod {
+        let signature_memo = if self.kernel.is_empty() {
+            self.signature_memo.clone()
+        } else {
+            OnceLock::new()
+        };
+        CompiledPod {
+            uid,
+            name,
+            start_time,
+            kernel: KernelRequests::default(),
+            signature_memo,
+            ..self.clone()
+        }
     }
 
     /// This pod with the kernel requests of one attempt attached (the plugins'
@@ -290,6 +353,7 @@ impl CompiledPod {
     /// later request of the same class replaces an earlier one.
     fn with_requests(&self, requests: &Bound<'_, PyList>) -> PyResult<CompiledPod> {
         let mut out = self.clone();
+        out.signature_memo = OnceLock::new();
         for r in requests.iter() {
             out.kernel.add(&r)?;
         }
@@ -300,6 +364,7 @@ impl CompiledPod {
     fn without_requests(&self) -> CompiledPod {
         CompiledPod {
             kernel: KernelRequests::default(),
+            signature_memo: OnceLock::new(),
             ..self.clone()
         }
     }
@@ -340,41 +405,9 @@ impl CompiledPod {
     /// names its node.
     #[getter]
     fn signature(&self) -> Option<Vec<u8>> {
-        if !self.node_name.is_empty() || !self.kernel.is_empty() {
-            return None;
-        }
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (
-            &self.namespace,
-            &self.labels,
-            &self.requests,
-            self.non_zero_cpu,
-            self.non_zero_memory,
-            self.priority,
-            &self.nominated_node_name,
-            &self.node_selector,
-            &self.host_ports,
-            &self.images,
-            (
-                &self.image_volumes,
-                &self.fit_score_requests,
-                &self.volumes,
-                &self.required_features,
-            ),
-        )
-            .hash(&mut h);
-        format!(
-            "{:?}{:?}{:?}{:?}{:?}{}",
-            self.tolerations,
-            self.node_affinity,
-            self.pod_affinity,
-            self.spread_constraints,
-            self.default_spread_selector,
-            self.deleting
-        )
-        .hash(&mut h);
-        Some(h.finish().to_le_bytes().to_vec())
+        self.signature_memo
+            .get_or_init(|| self.compute_signature())
+            .clone()
     }
 
     /// The node declared features scheduling the pod requires.

@@ -93,6 +93,11 @@ class CompiledPod:
         PreFilter results); a later request of one class replaces an earlier one."""
     def without_requests(self) -> CompiledPod:
         """A copy without kernel requests."""
+    def sibling(self, uid: str, name: str, start_time: float | None) -> CompiledPod:
+        """The kernel form of another pod stamped from the same template: this pod with
+        ``uid``, ``name`` and ``start_time`` replaced and no kernel requests (its
+        signature, once computed, is shared). The caller vouches that everything else
+        the constructor reads is the same (``ksched.backend.compile.SiblingCompiler``)."""
     @property
     def has_requests(self) -> bool: ...
     @property

@@ -63,7 +63,7 @@ from ksched.api.node import Node
 from ksched.api.pod import DEFAULT_SCHEDULER_NAME, Pod
 from ksched.backend.cache import Cache
 from ksched.backend.cache.podgroups import PodGroupStates
-from ksched.backend.compile import compile_pod
+from ksched.backend.compile import SiblingCompiler, compile_pod
 from ksched.backend.controllers import KINDS as CONTROLLER_KINDS
 from ksched.backend.controllers import ControllerIndex
 from ksched.backend.queue import QueuedPodInfo, SchedulingQueue
@@ -398,6 +398,9 @@ class Scheduler:
         #: spec (siblings of one template, through the informer's sharing) reuses what
         #: it derived from it (``Pod.from_dict(like=...)``).
         self._pod_template: Pod | None = None
+        #: Compiles pending pods, a sibling of the pod compiled last as a copy of its
+        #: kernel form.
+        self.compiler = SiblingCompiler()
         self._unclaimed_warned: set[str] = set()
         #: Seconds such a pod must stay so before ``ksched_unclaimed_pods`` counts it.
         self.unclaimed_after = UNCLAIMED_AFTER if unclaimed_after is None else unclaimed_after
@@ -728,12 +731,20 @@ class Scheduler:
         self.cache.remove_node(name)
 
     def compile(self, pod: Pod) -> CompiledPod:
-        """The kernel form of a pending pod, with the selector of its workload."""
-        owners = (pod.raw.get("metadata") or {}).get("ownerReferences") or []
+        """The kernel form of a pending pod, with the selector of its workload. A
+        sibling of the pod compiled last (same template, same workload) is a copy of
+        its kernel form (:class:`~ksched.backend.compile.SiblingCompiler`)."""
+        owners = (pod.raw.get("metadata") or {}).get("ownerReferences")
+        generation = self.controllers.generation
+        compiler = self.compiler
+        if compiler.selector_known(pod, generation, owners):
+            return compiler.compile(pod, generation=generation, same_selector=True)
         selector = self.controllers.default_selector(
-            pod.namespace, pod.labels, [o for o in owners if isinstance(o, dict)]
+            pod.namespace,
+            pod.labels,
+            [o for o in owners or () if isinstance(o, dict)],
         )
-        return compile_pod(pod, selector)
+        return compiler.compile(pod, selector, generation=generation)
 
     def _namespace_changed(self, obj: Obj) -> None:
         meta = obj.get("metadata") or {}

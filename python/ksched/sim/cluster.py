@@ -162,11 +162,24 @@ def _key(obj: Obj) -> str:
 
 
 class _Watcher:
-    __slots__ = ("kind", "queue")
+    """One open watch: the events not yet taken (None ends the stream) and the future
+    its stream waits on while there are none (cheaper than an ``asyncio.Queue``: the
+    embedded cluster emits two events per pod scheduled)."""
+
+    __slots__ = ("events", "kind", "waiter")
 
     def __init__(self, kind: Kind) -> None:
         self.kind = kind
-        self.queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue()
+        self.events: deque[WatchEvent | None] = deque()
+        self.waiter: asyncio.Future[None] | None = None
+
+    def put(self, ev: WatchEvent | None) -> None:
+        self.events.append(ev)
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
 
 
 class InMemoryCluster:
@@ -183,8 +196,13 @@ class InMemoryCluster:
     ) -> None:
         self._rv = 0
         self._objects: dict[Kind, dict[str, Obj]] = {k: {} for k in get_args(Kind)}
-        self._history: deque[tuple[int, Kind, WatchEvent]] = deque(maxlen=history)
-        self._watchers: list[_Watcher] = []
+        # The history as three parallel deques (version, kind, event): no tuple per
+        # change for the garbage collector to walk.
+        self._history_rvs: deque[int] = deque(maxlen=history)
+        self._history_kinds: deque[Kind] = deque(maxlen=history)
+        self._history: deque[WatchEvent] = deque(maxlen=history)
+        #: Open watches by kind.
+        self._watchers: dict[Kind, list[_Watcher]] = {}
         self._uids = itertools.count(1)
         #: Generated names (``generateName``), seeded so that runs repeat.
         self._names_rng = random.Random(0)
@@ -211,10 +229,13 @@ class InMemoryCluster:
 
     def _emit(self, kind: Kind, type_: str, obj: Obj) -> None:
         ev = WatchEvent(type_, obj)  # type: ignore[arg-type]
-        self._history.append((self._rv, kind, ev))
-        for w in self._watchers:
-            if w.kind == kind:
-                w.queue.put_nowait(ev)
+        self._history_rvs.append(self._rv)
+        self._history_kinds.append(kind)
+        self._history.append(ev)
+        watchers = self._watchers.get(kind)
+        if watchers:
+            for w in watchers:
+                w.put(ev)
 
     def _stamp(self, obj: Obj, *, new: bool) -> Obj:
         meta = dict(obj.get("metadata") or {})
@@ -262,6 +283,8 @@ class InMemoryCluster:
 
     def compact(self) -> None:
         """Forget the watch history, as etcd compaction does: old versions become Gone."""
+        self._history_rvs.clear()
+        self._history_kinds.clear()
         self._history.clear()
 
     # ---- ClusterAPI --------------------------------------------------------------
@@ -271,33 +294,41 @@ class InMemoryCluster:
 
     async def watch(self, *, kind: Kind, resource_version: str) -> AsyncIterator[WatchEvent]:
         since = int(resource_version or 0)
-        if since < self._rv and (not self._history or self._history[0][0] > since + 1):
+        rvs = self._history_rvs
+        if since < self._rv and (not rvs or rvs[0] > since + 1):
             raise Gone(f"too old resource version: {since} ({self._rv})")
         watcher = _Watcher(kind)
         # Replay and registration happen without an await in between, so no event is
         # lost or seen twice.
-        for rv, k, past in self._history:
+        for rv, k, past in zip(rvs, self._history_kinds, self._history, strict=True):
             if rv > since and k == kind:
-                watcher.queue.put_nowait(past)
-        self._watchers.append(watcher)
+                watcher.events.append(past)
+        watchers = self._watchers.setdefault(kind, [])
+        watchers.append(watcher)
+        events = watcher.events
+        loop = asyncio.get_running_loop()
         try:
             while True:
-                ev = await watcher.queue.get()
-                if ev is None:
-                    return
-                yield ev
+                while events:
+                    ev = events.popleft()
+                    if ev is None:
+                        return
+                    yield ev
+                watcher.waiter = loop.create_future()
+                await watcher.waiter
         finally:
-            self._watchers.remove(watcher)
+            watchers.remove(watcher)
 
     def undelivered(self) -> int:
         """Watch events emitted and not yet taken by their watchers (``ksched replay``
         waits for none before it moves on)."""
-        return sum(w.queue.qsize() for w in self._watchers)
+        return sum(len(w.events) for ws in self._watchers.values() for w in ws)
 
     def close_watches(self) -> None:
         """End every open watch stream, as an API server restart would."""
-        for w in self._watchers:
-            w.queue.put_nowait(None)
+        for ws in self._watchers.values():
+            for w in ws:
+                w.put(None)
 
     async def bind(self, *, namespace: str, name: str, uid: str, node_name: str) -> None:
         self.bind_calls += 1
