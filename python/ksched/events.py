@@ -54,14 +54,16 @@ _POLL_INTERVAL: Final = 0.002
 _BUSY_POLLS: Final = 25
 
 
-def _now() -> str:
-    """RFC 3339 with microseconds (``metav1.MicroTime``), cheap on the hot path."""
-    t = time.time()
-    sec = int(t)
+def _now(ns: int | None = None) -> str:
+    """RFC 3339 with microseconds (``metav1.MicroTime``) of ``ns`` (nanoseconds since
+    the epoch; None: now), cheap on the hot path."""
+    if ns is None:
+        ns = time.time_ns()
+    sec, frac = divmod(ns, 1_000_000_000)
     if sec != _stamp_cache[0]:
         _stamp_cache[0] = sec
         _stamp_cache[1] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
-    return f"{_stamp_cache[1]}.{int((t - sec) * 1e6):06d}Z"
+    return f"{_stamp_cache[1]}.{frac // 1000:06d}Z"
 
 
 def truncate_message(message: str) -> str:
@@ -83,15 +85,18 @@ def make_event(
     reporting_instance: str,
     resource_version: str | None = None,
 ) -> dict[str, Any]:
-    """An events.k8s.io/v1 Event about ``pod``."""
+    """An events.k8s.io/v1 Event about ``pod``. Its name and ``eventTime`` come from one
+    reading of the clock, as upstream's (``makeEvent``: the name is ``name.%x`` of the
+    event's timestamp in nanoseconds)."""
+    ns = time.time_ns()
     return {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
         "metadata": {
-            "name": f"{pod.name}.{time.time_ns():x}",
+            "name": f"{pod.name}.{ns:x}",
             "namespace": pod.namespace,
         },
-        "eventTime": _now(),
+        "eventTime": _now(ns),
         "reportingController": reporting_controller,
         "reportingInstance": reporting_instance,
         "action": action,
@@ -322,7 +327,8 @@ class EventRecorder:
             idle_polls = 0
 
     async def _send(self, kind: str, event: dict[str, Any], patch: dict[str, Any] | None) -> None:
-        await self._take_token()
+        if self._qps is not None:
+            await self._take_token()
         try:
             if kind == "create":
                 await self._api.create_event(event=event)

@@ -98,6 +98,9 @@ __all__ = [
 _SAMPLE = PLUGIN_METRICS_SAMPLE_PERCENT / 100.0
 _random = random.random
 _perf = time.perf_counter
+#: PreBindPreFlight's verdict when no PreBind plugin runs one; a binding cycle only
+#: tells it from None, so one object serves every cycle.
+_SKIP = Status(Code.SKIP)
 
 
 class SchedulingStats:
@@ -1342,8 +1345,9 @@ class Binder:
         only their metrics are recorded), and that already holds a worker's slot."""
         sched = self._sched
         pod = info.pod
-        await _status_patch_settled(sched, pod.key)
-        pre_flight: Status | None = Status(Code.SKIP)
+        if sched.pod_status_tasks:
+            await _status_patch_settled(sched, pod.key)
+        pre_flight: Status | None = _SKIP
         if job:
             if fw.points.pre_bind:
                 fw.skip_pre_bind(state)

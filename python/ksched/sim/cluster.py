@@ -196,11 +196,13 @@ class InMemoryCluster:
     ) -> None:
         self._rv = 0
         self._objects: dict[Kind, dict[str, Obj]] = {k: {} for k in get_args(Kind)}
-        # The history as three parallel deques (version, kind, event): no tuple per
-        # change for the garbage collector to walk.
+        # The history as parallel deques (version, kind, event type, object): no
+        # container per change for the garbage collector to walk but the object itself
+        # (a watch replaying it gets a WatchEvent of its own).
         self._history_rvs: deque[int] = deque(maxlen=history)
         self._history_kinds: deque[Kind] = deque(maxlen=history)
-        self._history: deque[WatchEvent] = deque(maxlen=history)
+        self._history_types: deque[str] = deque(maxlen=history)
+        self._history: deque[Obj] = deque(maxlen=history)
         #: Open watches by kind.
         self._watchers: dict[Kind, list[_Watcher]] = {}
         self._uids = itertools.count(1)
@@ -228,12 +230,13 @@ class InMemoryCluster:
         return str(self._rv)
 
     def _emit(self, kind: Kind, type_: str, obj: Obj) -> None:
-        ev = WatchEvent(type_, obj)  # type: ignore[arg-type]
         self._history_rvs.append(self._rv)
         self._history_kinds.append(kind)
-        self._history.append(ev)
+        self._history_types.append(type_)
+        self._history.append(obj)
         watchers = self._watchers.get(kind)
         if watchers:
+            ev = WatchEvent(type_, obj)  # type: ignore[arg-type]
             for w in watchers:
                 w.put(ev)
 
@@ -285,6 +288,7 @@ class InMemoryCluster:
         """Forget the watch history, as etcd compaction does: old versions become Gone."""
         self._history_rvs.clear()
         self._history_kinds.clear()
+        self._history_types.clear()
         self._history.clear()
 
     # ---- ClusterAPI --------------------------------------------------------------
@@ -300,9 +304,10 @@ class InMemoryCluster:
         watcher = _Watcher(kind)
         # Replay and registration happen without an await in between, so no event is
         # lost or seen twice.
-        for rv, k, past in zip(rvs, self._history_kinds, self._history, strict=True):
+        history = zip(rvs, self._history_kinds, self._history_types, self._history, strict=True)
+        for rv, k, type_, past in history:
             if rv > since and k == kind:
-                watcher.events.append(past)
+                watcher.events.append(WatchEvent(type_, past))  # type: ignore[arg-type]
         watchers = self._watchers.setdefault(kind, [])
         watchers.append(watcher)
         events = watcher.events
