@@ -1398,7 +1398,11 @@ class Binder:
                 finally:
                     self._slots -= 1
             else:
-                s = await self._run_bind(fw, state, pod, node)
+                s = await (
+                    self._run_bind(fw, state, pod, node)
+                    if fw.extenders
+                    else fw.run_bind(state, pod, node)
+                )
         if s is not None:
             sched.stats.bind_errors += 1
             ref = logs.kobj(pod)

@@ -800,9 +800,11 @@ class Scheduler:
         return pod
 
     def _on_pod(self, pod: Pod) -> None:
-        self.invalid_objects.pop(f"Pod {pod.key}", None)
-        self._invalid_pods.pop(pod.uid, None)
-        prev = self._unclaimed.pop(pod.uid, None)
+        if self.invalid_objects:
+            self.invalid_objects.pop(f"Pod {pod.key}", None)
+        if self._invalid_pods:
+            self._invalid_pods.pop(pod.uid, None)
+        prev = self._unclaimed.pop(pod.uid, None) if self._unclaimed else None
         if pod.is_assigned:
             self._assigned_pod(None, pod)
             return

@@ -11,6 +11,8 @@ from typing import Any
 
 __all__ = ["CycleState"]
 
+_NONE: frozenset[str] = frozenset()
+
 
 class CycleState:
     __slots__ = (
@@ -35,9 +37,9 @@ class CycleState:
         #: This cycle is sampled for ``scheduler_plugin_execution_duration_seconds``.
         self.record_plugin_metrics = record_plugin_metrics
         #: Plugins whose PreFilter returned Skip: their Filter does not run.
-        self.skip_filter_plugins: frozenset[str] = frozenset()
+        self.skip_filter_plugins: frozenset[str] = _NONE
         #: Plugins whose PreScore returned Skip: their Score does not run.
-        self.skip_score_plugins: frozenset[str] = frozenset()
+        self.skip_score_plugins: frozenset[str] = _NONE
         #: Python PreFilter plugins that narrowed the attempt to some node names (sorted).
         self.pre_filter_node_plugins: tuple[str, ...] = ()
         #: The plugin whose PreFilter stopped the PreFilter phase (UnschedulableAndUnresolvable,
@@ -54,9 +56,9 @@ class CycleState:
         #: rejects the pod takes them back: upstream never called them).
         self.pre_filter_counted: list[str] = []
         #: PreBind plugins whose PreBindPreFlight returned Skip: their PreBind does not run.
-        self.skip_pre_bind_plugins: frozenset[str] = frozenset()
+        self.skip_pre_bind_plugins: frozenset[str] = _NONE
         #: PreBind plugins that may run concurrently with their neighbours that may too.
-        self.parallel_pre_bind_plugins: frozenset[str] = frozenset()
+        self.parallel_pre_bind_plugins: frozenset[str] = _NONE
         #: Set during a pod group scheduling cycle (upstream
         #: ``IsPodGroupSchedulingCycle``): the cycle's view of the pod groups
         #: (:class:`ksched.schedule_group.PodGroupCycle`), read by plugins such as

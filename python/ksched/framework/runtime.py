@@ -96,6 +96,9 @@ _EXTENSION_POINTS = (
     ("post_bind", "post_bind"),
 )
 _NODE_TAINT_EVENT: Final = ClusterEventWithHint(ClusterEvent(NODE, ActionType.UPDATE_NODE_TAINT))
+#: ``run_bind``'s answer when every Bind plugin skipped (the binding cycle turns it into
+#: its error; nothing changes a Status it is handed), one object for every binding.
+_BIND_SKIPPED: Final = Status(Code.SKIP)
 
 
 def _with_node_taint_registrations(
@@ -1084,7 +1087,7 @@ class Framework:
         """The first bind plugin that does not return Skip decides."""
         clock = self._clock
         start = clock()
-        result: Status | None = Status(Code.SKIP)
+        result: Status | None = _BIND_SKIPPED
         for p in self.points.bind:
             t = clock()
             try:

@@ -346,7 +346,8 @@ class InMemoryCluster:
             if err is not None:
                 raise err
         key = f"{namespace}/{name}"
-        pod = self._objects["pods"].get(key)
+        pods = self._objects["pods"]
+        pod = pods.get(key)
         if pod is None:
             raise NotFound(f'pods "{name}" not found')
         if uid and pod["metadata"].get("uid") != uid:
@@ -363,10 +364,12 @@ class InMemoryCluster:
         conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         conditions.append({"type": "PodScheduled", "status": "True"})
         status["conditions"] = conditions
-        new = dict(pod)
-        new["spec"] = {**spec, "nodeName": node_name}
-        new["status"] = status
-        self.update("pods", new)
+        # What ``update`` stores, built at once (the object is new).
+        meta = dict(pod["metadata"])
+        meta["resourceVersion"] = self._next_rv()
+        new = {**pod, "metadata": meta, "spec": {**spec, "nodeName": node_name}, "status": status}
+        pods[key] = new
+        self._emit("pods", "MODIFIED", new)
 
     async def create_event(self, *, event: Obj) -> None:
         self.events.append(event)
