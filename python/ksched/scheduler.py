@@ -1119,15 +1119,25 @@ class Scheduler:
             or not batchable(self, first)
         ):
             return [first]
+        name = first.pod.scheduler_name
+        has_pod = self.cache.has_pod
+        generic = self._generic_workload
+        drivers = self._group_drivers.get(name)
+
+        def accept(i: QueuedPodInfo) -> bool:
+            # ``skip_pod`` and ``group_driver`` for a pod of ``first``'s profile (which
+            # exists: ``first`` passed ``skip_pod``), spelled out: this runs per pod.
+            pod = i.pod
+            return (
+                pod.scheduler_name == name
+                and pod.deletion_timestamp is None
+                and not has_pod(pod.uid)
+                and not (generic and pod.scheduling_group)
+                and (not drivers or self.group_driver(i) is None)
+            )
+
         more = self.queue.pop_same(
-            key,
-            self.signature,
-            min(self.batch_size, self.binder.room()) - 1,
-            lambda i: (
-                i.pod.scheduler_name == first.pod.scheduler_name
-                and not skip_pod(self, i)
-                and self.group_driver(i) is None
-            ),
+            key, self.signature, min(self.batch_size, self.binder.room()) - 1, accept
         )
         return [first, *more]
 
