@@ -14,16 +14,17 @@ but for their identity. :class:`SiblingCompiler` remembers the pending pod it co
 last and, for a pod that is provably its sibling, asks the core for a copy with the
 new uid, name and start time (``CompiledPod.sibling``, ~10x cheaper than compiling,
 and the copy shares the memoized scheduling signature) instead of compiling again.
-Provably: the constructor reads the pod's namespace, labels, spec (through the fields
-:class:`~ksched.api.pod.Pod` derives from it), ``status.nominatedNodeName``, the
-deletion mark, ``status.startTime`` and the default spreading selector; the sibling
-must hold the very same spec value objects under the same keys (informer objects are
-read-only and shared between siblings, :func:`ksched.client.informer.share_unchanged`,
-so identity stands for equality, as for ``Pod.from_dict(like=...)``), equal namespace,
-labels, nomination and deletion mark, and an equal selector, which the caller computes
-or vouches for with the generation of what it is computed from
-(:class:`~ksched.backend.controllers.ControllerIndex`). A template whose volumes concern
-the kernels is never reused: an ephemeral volume's claim is named after the pod.
+Provably: the constructor reads the pod's namespace, labels, the fields
+:class:`~ksched.api.pod.Pod` derives from the spec, ``spec.volumes``,
+``status.nominatedNodeName``, the deletion mark, ``status.startTime`` and the default
+spreading selector. The sibling must hold the template's very spec-derived objects
+(which ``Pod.from_dict(like=...)`` gives a pod whose spec shares every value with the
+template's; parsed objects are read-only, so identity stands for equality) and its very
+``spec.volumes``, equal namespace, labels, nomination and deletion mark, and an equal
+selector, which the caller computes or vouches for with the generation of what it is
+computed from (:class:`~ksched.backend.controllers.ControllerIndex`). A template whose
+volumes concern the kernels is never reused: an ephemeral volume's claim is named after
+the pod.
 
 A *bound* pod whose terms cannot be compiled still occupies its node:
 :func:`compile_bound_pod` then falls back to what the node's accounting needs (its
@@ -164,20 +165,39 @@ class SiblingCompiler:
 
 def _siblings(t: Pod, pod: Pod) -> bool:
     """Whether ``pod`` compiles as the template ``t`` does but for its uid, name and
-    start time, the selector aside (see the module docstring)."""
-    if (
-        pod.node_name
-        or pod.namespace != t.namespace
-        or pod.nominated_node_name != t.nominated_node_name
-        or (pod.deletion_timestamp is None) != (t.deletion_timestamp is None)
-        or not (pod.labels is t.labels or pod.labels == t.labels)
-    ):
-        return False
+    start time, the selector aside (see the module docstring): every field the
+    constructor reads is the template's very object (or an equal number or string).
+    Identity, not equality, for the spec-derived fields: a sibling parsed with the
+    template (``Pod.from_dict(like=...)``) holds the template's objects, while a pod
+    changed from another (``dataclasses.replace``, as the what-if explanations make
+    them) does not, even when its ``raw`` is the other's."""
+    return (
+        not pod.node_name
+        and pod.namespace == t.namespace
+        and pod.nominated_node_name == t.nominated_node_name
+        and (pod.deletion_timestamp is None) == (t.deletion_timestamp is None)
+        and (pod.labels is t.labels or pod.labels == t.labels)
+        and pod.requests is t.requests
+        and pod.non_zero_cpu == t.non_zero_cpu
+        and pod.non_zero_memory == t.non_zero_memory
+        and pod.fit_score_requests is t.fit_score_requests
+        and pod.priority == t.priority
+        and pod.tolerations is t.tolerations
+        and pod.node_selector is t.node_selector
+        and pod.affinity is t.affinity
+        and pod.host_ports is t.host_ports
+        and pod.images is t.images
+        and pod.image_volumes is t.image_volumes
+        and pod.topology_spread_constraints is t.topology_spread_constraints
+        and pod.required_features is t.required_features
+        # What ``volume_spec`` reads besides the name (the template's read nothing).
+        and _volumes(pod) is _volumes(t)
+    )
+
+
+def _volumes(pod: Pod) -> object:
     spec = pod.raw.get("spec")
-    old = t.raw.get("spec")
-    if type(spec) is not dict or type(old) is not dict or len(spec) != len(old):
-        return False
-    return all(old.get(key, _ABSENT) is value for key, value in spec.items())
+    return spec.get("volumes") if type(spec) is dict else None
 
 
 def compile_bound_pod(pod: Pod) -> tuple[CompiledPod, InvalidObjectError | None]:

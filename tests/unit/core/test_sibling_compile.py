@@ -13,6 +13,7 @@ labels, spec terms, nomination, deletion mark and default spreading selector).""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -106,6 +107,70 @@ def test_sibling_compiles_as_compile_pod(change: Callable[[Obj], None], copies: 
     got = compiler.compile(pod, None)
     assert _seen(got) == _seen(compile_pod(pod))
     assert compiler.hits == (1 if copies else 0)
+
+
+# A pod changed from the template (what the what-if explanations build): same ``raw``,
+# one spec-derived field replaced.
+CHANGED: list[tuple[str, dict[str, Any]]] = [
+    ("more-cpu", {"requests": {"cpu": 1900, "memory": 524288000}}),
+    ("priority", {"priority": 5}),
+    ("no-host-ports", {"host_ports": []}),
+    ("tolerations", {"tolerations": []}),
+    ("node-selector", {"node_selector": {"zone": "a"}}),
+    ("images", {"images": ["registry.k8s.io/other:1"]}),
+    ("required-features", {"required_features": ("SomeFeature",)}),
+    (
+        "affinity",
+        {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}
+                        ]
+                    }
+                }
+            }
+        },
+    ),
+    (
+        "spread",
+        {
+            "topology_spread_constraints": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "zone",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "web"}},
+                }
+            ]
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize("changes", [c[1] for c in CHANGED], ids=[c[0] for c in CHANGED])
+def test_a_pod_changed_from_the_template_compiles_afresh(changes: dict[str, Any]) -> None:
+    template, _ = _siblings()
+    changed = dataclasses.replace(template, uid="uid-c", name="web-c", **changes)
+    compiler = SiblingCompiler()
+    compiler.compile(template, None)
+    got = compiler.compile(changed, None)
+    assert compiler.hits == 0
+    assert _seen(got) == _seen(compile_pod(changed))
+
+
+def test_a_pod_with_other_volumes_compiles_afresh() -> None:
+    """The volume plugins' part of the kernel form comes from ``spec.volumes``."""
+    template, _ = _siblings()
+    raw = copy.deepcopy(template.raw)
+    raw["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+    changed = dataclasses.replace(template, uid="uid-c", name="web-c", raw=raw)
+    compiler = SiblingCompiler()
+    compiler.compile(template, None)
+    got = compiler.compile(changed, None)
+    assert compiler.hits == 0
+    assert got.signature == compile_pod(changed).signature != compile_pod(template).signature
 
 
 def test_a_template_with_an_ephemeral_volume_is_never_copied() -> None:
