@@ -14,7 +14,7 @@ import pytest
 
 from ksched.api.node import Node
 from ksched.api.pod import Pod
-from ksched.backend.queue import QueuedPodInfo, SchedulingQueue
+from ksched.backend.queue import QueuedPodInfo, SchedulingQueue, priority_sort_key
 from ksched.backend.queue.cluster_event import (
     ASSIGNED_POD,
     EVENT_ASSIGNED_POD_ADD,
@@ -87,6 +87,38 @@ def test_higher_priority_first_then_earlier_enqueue(queue: SchedulingQueue, cloc
     queue.add(parsed_pod("low-late", priority=0))
     order = [queue.try_pop().pod.name for _ in range(3)]  # type: ignore[union-attr]
     assert order == ["high", "low-early", "low-late"]
+    assert queue.try_pop() is None
+
+
+# activeQ keeps PrioritySort's order as flat heap entries; any other QueueSort's key is
+# kept as it is. Both pop in their key's order, through try_pop and pop_same alike.
+SORT_KEYS: list[tuple[str, Callable[[QueuedPodInfo], Any], list[str]]] = [
+    ("priority-sort", priority_sort_key, ["high", "mid-early", "mid-late", "low"]),
+    (
+        "a-plugins-key-with-the-same-order",
+        lambda i: (-i.pod.priority, i.timestamp),
+        ["high", "mid-early", "mid-late", "low"],
+    ),
+    ("a-plugins-key-by-name", lambda i: i.pod.name, ["high", "low", "mid-early", "mid-late"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("sort_key", "order"), [c[1:] for c in SORT_KEYS], ids=[c[0] for c in SORT_KEYS]
+)
+@pytest.mark.parametrize("pop", ["try_pop", "pop_same"])
+def test_active_queue_pops_in_its_sort_keys_order(
+    clock: FakeClock, sort_key: Callable[[QueuedPodInfo], Any], order: list[str], pop: str
+):
+    queue = make_queue(clock, sort_key=sort_key)
+    for name, priority in (("mid-early", 5), ("low", 0), ("high", 9), ("mid-late", 5)):
+        queue.add(parsed_pod(name, priority=priority))
+        clock.now += 1
+    if pop == "try_pop":
+        got = [queue.try_pop().pod.name for _ in range(4)]  # type: ignore[union-attr]
+    else:
+        got = [i.pod.name for i in queue.pop_same(None, lambda i: None, 10)]
+    assert got == order
     assert queue.try_pop() is None
 
 

@@ -240,7 +240,11 @@ class SchedulingQueue:
         ] = {}
 
         self._seq = itertools.count(1)
-        self._active: list[tuple[Any, int, QueuedPodInfo]] = []
+        #: activeQ's heap: ``(key, seq, info)``, or ``(-priority, timestamp, seq, info)``
+        #: for PrioritySort's order (the same order, flat: a heap comparison then
+        #: compares numbers, not a tuple of tuples). ``seq`` and ``info`` end both.
+        self._active: list[tuple[Any, ...]] = []
+        self._priority_order = sort_key is priority_sort_key
         self._active_uids: dict[str, QueuedPodInfo] = {}
         self._backoff: list[tuple[float, Any, int, QueuedPodInfo]] = []
         self._error_backoff: list[tuple[float, int, QueuedPodInfo]] = []
@@ -385,7 +389,10 @@ class SchedulingQueue:
     def _push_active(self, info: QueuedPodInfo, event: str) -> None:
         seq = next(self._seq)
         info.queue_seq = seq
-        heapq.heappush(self._active, (self.sort_key(info), seq, info))
+        if self._priority_order:
+            heapq.heappush(self._active, (-info.pod.priority, info.timestamp, seq, info))
+        else:
+            heapq.heappush(self._active, (self.sort_key(info), seq, info))
         self._active_uids[info.uid] = info
         incoming = self._incoming
         key = (ACTIVE, event)
@@ -767,7 +774,9 @@ class SchedulingQueue:
         """The next pod to try, or None when there is none (activeQ, then backoffQ)."""
         active = self._active
         while active:
-            _, seq, info = heapq.heappop(active)
+            entry = heapq.heappop(active)
+            seq: int = entry[-2]
+            info: QueuedPodInfo = entry[-1]
             if info.queue_seq != seq or self._active_uids.get(info.uid) is not info:
                 continue  # removed or re-queued since it was pushed
             del self._active_uids[info.uid]
@@ -811,7 +820,9 @@ class SchedulingQueue:
         out: list[QueuedPodInfo] = []
         active = self._active
         while active and len(out) < limit:
-            _, seq, info = active[0]
+            entry = active[0]
+            seq: int = entry[-2]
+            info: QueuedPodInfo = entry[-1]
             if info.queue_seq != seq or self._active_uids.get(info.uid) is not info:
                 heapq.heappop(active)
                 continue
