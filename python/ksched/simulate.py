@@ -3,11 +3,9 @@
 The run mirrors scheduler_perf: create the nodes and the existing pods (already bound),
 start the scheduler and wait for its informers to sync, then create the new pods and
 measure from the first one created to the last one bound and confirmed through the
-watch. The new pods' objects are generated before that window (the generator stands
-for the clients that would send them, whose work is not the scheduler's); each is
-created through the embedded cluster within the window, as before. The report gives
-throughput, attempt latency percentiles, the process's CPU time over that window (per
-pod bound), peak RSS and a placement summary computed from the snapshot's columns.
+watch. The report gives throughput, attempt latency percentiles, the process's CPU
+time over that window (per pod bound), peak RSS and a placement summary computed from
+the snapshot's columns.
 
 A run ends in one of three ways (:attr:`SimReport.outcome`): every pod is bound
 (``all-placed``); or no progress is possible (``unschedulable``): every pod not bound waits
@@ -246,10 +244,6 @@ async def run_simulation(
     )
     await sched.start()
     aio.tune_gc()
-    # Generated in creation order (the workload's random draws are unchanged), created
-    # last-popped-first from the reversed list, so each is freed once the cluster has it.
-    new_pods = [wl.new_pod(i, rng) for i in range(pods)]
-    new_pods.reverse()
     loop_task = asyncio.get_running_loop().create_task(sched.run())
 
     bar = _Progress(pods, progress)
@@ -264,7 +258,7 @@ async def run_simulation(
     while True:
         if created < pods:
             for _ in range(min(_CREATE_BATCH, pods - created)):
-                create_pod(new_pods.pop())
+                create_pod(wl.new_pod(created, rng))
                 created += 1
         bound = sched.stats.bound
         now = time.perf_counter()
