@@ -12,8 +12,9 @@ field split out, so a bad pod is reported like any other invalid object.
 Pods stamped from one template (a ReplicaSet's or a Job's) compile to the same thing
 but for their identity. :class:`SiblingCompiler` remembers the pending pod it compiled
 last and, for a pod that is provably its sibling, asks the core for a copy with the
-new uid, name and start time (``CompiledPod.sibling``, ~10x cheaper than compiling,
-and the copy shares the memoized scheduling signature) instead of compiling again.
+new uid, name and start time (``CompiledPod.sibling``: ~0.3 against ~2.2 µs in the
+core for a basic pod, and the copy shares the memoized scheduling signature) instead
+of compiling again.
 Provably: the constructor reads the pod's namespace, labels, the fields
 :class:`~ksched.api.pod.Pod` derives from the spec, ``spec.volumes``,
 ``status.nominatedNodeName``, the deletion mark, ``status.startTime`` and the default
@@ -108,11 +109,6 @@ class SiblingCompiler:
         self._generation: object = _ABSENT
         #: Pods compiled as a sibling (for tests and profiles).
         self.hits = 0
-
-    def reset(self) -> None:
-        """Forget the template (what the selectors are computed from changed)."""
-        self._template = self._compiled = self._selector = None
-        self._generation = _ABSENT
 
     def selector_known(self, pod: Pod, generation: object, owners: object) -> bool:
         """Whether ``pod``'s default spreading selector is the template's without

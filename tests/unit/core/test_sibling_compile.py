@@ -209,8 +209,7 @@ def test_the_selector_is_known_only_at_the_same_generation() -> None:
     assert compiler.selector_known(pod, 3, owners)
     assert not compiler.selector_known(pod, 4, owners)
     assert not compiler.selector_known(pod, 3, [{**RS_OWNER, "name": "web-2"}])
-    compiler.reset()
-    assert not compiler.selector_known(pod, 3, owners)
+    assert not SiblingCompiler().selector_known(pod, 3, owners)
 
 
 def test_an_identity_the_core_refuses_is_reported_as_compile_pod_reports_it() -> None:
