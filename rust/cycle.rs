@@ -402,10 +402,25 @@ impl Snapshot {
             if pre_or_filter(Plugin::PodTopologySpread) {
                 self.ensure_order();
                 let entries = pts::count_entries(self, &filter_constraints, namespace);
+                // The count cache's domain views when every constraint can use one.
+                let views = (self.domain_views
+                    && !filter_constraints.is_empty()
+                    && filter_constraints.iter().zip(&entries).all(|(c, e)| {
+                        e.is_some() && pts::includes_every_node(c, &st.node_affinity.required)
+                    }))
+                .then(|| {
+                    let required = pts::required_keys(&filter_constraints);
+                    filter_constraints
+                        .iter()
+                        .zip(&entries)
+                        .map(|(c, e)| self.domain_view(e.unwrap_or(0), c.key, &required))
+                        .collect()
+                });
                 st.spread = pts::prefilter(
                     self,
                     filter_constraints,
                     &entries,
+                    views,
                     &labels,
                     &st.node_affinity.required,
                     &st.taints,
@@ -1456,7 +1471,44 @@ impl Snapshot {
         Some((raw, norm))
     }
 
-    /// Filter the nodes at positions `range` of `order` (wrapping from `start`).
+    /// Filter the node at position `p` of `order` (wrapping from `start`): the slot,
+    /// its verdict, and the verdict of the leading reused Filters to keep (when it was
+    /// computed here rather than read from `kept`).
+    #[inline(always)]
+    fn verdict_at(
+        &self,
+        order: &[u32],
+        start: usize,
+        p: usize,
+        profile: &Profile,
+        st: &PodState,
+        kept: Option<(&Entry, usize)>,
+    ) -> (u32, Option<Reject>, Option<Option<Reject>>) {
+        let n = order.len();
+        let at = start + p;
+        let slot = order[if at >= n { at - n } else { at }];
+        if let Some((e, prefix)) = kept {
+            // Without nominated pods on the node, `filter_node` is the active
+            // Filters in order on the node as it is: the leading `prefix` of them
+            // (whose verdict is kept), then the rest.
+            if self.nominated_on[slot as usize] == 0 {
+                let (lead, rest) = st.active_filters.split_at(prefix);
+                return match e.verdict(slot, self.slot_stamp[slot as usize]) {
+                    Some(Some(r)) => (slot, Some(r), None),
+                    Some(None) => (slot, self.run_filters(st, slot, rest), None),
+                    None => {
+                        let v = self.run_filters(st, slot, lead);
+                        let all = v.or_else(|| self.run_filters(st, slot, rest));
+                        (slot, all, Some(v))
+                    }
+                };
+            }
+        }
+        (slot, self.filter_node(profile, st, slot), None)
+    }
+
+    /// Filter the nodes at positions `range` of `order` (wrapping from `start`) in
+    /// parallel.
     fn filter_wave(
         &self,
         order: &[u32],
@@ -1466,36 +1518,54 @@ impl Snapshot {
         st: &PodState,
         kept: Option<(&Entry, usize)>,
     ) -> Vec<(u32, Option<Reject>, Option<Option<Reject>>)> {
-        let n = order.len();
-        let at = |p: usize| {
-            let slot = order[(start + p) % n];
-            if let Some((e, prefix)) = kept {
-                // Without nominated pods on the node, `filter_node` is the active
-                // Filters in order on the node as it is: the leading `prefix` of them
-                // (whose verdict is kept), then the rest.
-                if self.nominated_on[slot as usize] == 0 {
-                    let (lead, rest) = st.active_filters.split_at(prefix);
-                    return match e.verdict(slot, self.slot_stamp[slot as usize]) {
-                        Some(Some(r)) => (slot, Some(r), None),
-                        Some(None) => (slot, self.run_filters(st, slot, rest), None),
-                        None => {
-                            let v = self.run_filters(st, slot, lead);
-                            let all = v.or_else(|| self.run_filters(st, slot, rest));
-                            (slot, all, Some(v))
-                        }
-                    };
+        range
+            .into_par_iter()
+            .with_min_len(PARALLEL_CHUNK)
+            .map(|p| self.verdict_at(order, start, p, profile, st, kept))
+            .collect()
+    }
+
+    /// Take one node's verdict into the attempt (in examination order): keep the
+    /// leading Filters' verdict, tally it, and collect the node as feasible or
+    /// rejected. Rejections are collected only while no node is feasible (they are
+    /// the diagnosis of an attempt that finds none, and dropped otherwise). True when
+    /// the walk stops here: enough feasible nodes, or a Filter error.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn take_verdict(
+        &self,
+        st: &PodState,
+        slot: u32,
+        verdict: Option<Reject>,
+        to_keep: Option<Option<Reject>>,
+        entry: Option<&mut Entry>,
+        tally: &mut FilterTally,
+        feasible: &mut Vec<u32>,
+        want: usize,
+        out: &mut Outcome,
+    ) -> bool {
+        if let (Some(kept), Some(e)) = (to_keep, entry) {
+            e.store_verdict(slot, self.slot_stamp[slot as usize], kept);
+        }
+        self.tally(st, slot, verdict.as_ref(), tally);
+        match verdict {
+            None => {
+                feasible.push(slot);
+                if feasible.len() == 1 {
+                    out.failures.clear();
                 }
+                feasible.len() == want
             }
-            (slot, self.filter_node(profile, st, slot), None)
-        };
-        if range.len() >= PARALLEL_MIN_NODES {
-            range
-                .into_par_iter()
-                .with_min_len(PARALLEL_CHUNK)
-                .map(at)
-                .collect()
-        } else {
-            range.map(at).collect()
+            Some(r) if r.detail == DETAIL_ERROR => {
+                out.error = Some((slot, r));
+                true
+            }
+            Some(r) => {
+                if feasible.is_empty() {
+                    out.failures.push((slot, r));
+                }
+                false
+            }
         }
     }
 
@@ -1768,33 +1838,52 @@ impl Snapshot {
                     // Likely a pod that fits nowhere: make room for every rejection once.
                     out.failures.reserve(n - out.failures.len());
                 }
-                let kept = entry
-                    .as_deref()
-                    .filter(|_| reuse_filters)
-                    .map(|e| (e, prefix));
-                for (off, (slot, verdict, to_keep)) in self
-                    .filter_wave(order, start, pos..pos + wave, profile, st, kept)
-                    .into_iter()
-                    .enumerate()
-                {
-                    if let (Some(kept), Some(e)) = (to_keep, entry.as_deref_mut()) {
-                        e.store_verdict(slot, self.slot_stamp[slot as usize], kept);
-                    }
-                    self.tally(st, slot, verdict.as_ref(), &mut tally);
-                    match verdict {
-                        None => {
-                            feasible.push(slot);
-                            if feasible.len() == want {
-                                processed = pos + off + 1;
-                                break 'waves;
-                            }
-                        }
-                        Some(r) if r.detail == DETAIL_ERROR => {
-                            out.error = Some((slot, r));
+                if wave >= PARALLEL_MIN_NODES {
+                    let kept = entry
+                        .as_deref()
+                        .filter(|_| reuse_filters)
+                        .map(|e| (e, prefix));
+                    let verdicts =
+                        self.filter_wave(order, start, pos..pos + wave, profile, st, kept);
+                    for (off, (slot, verdict, to_keep)) in verdicts.into_iter().enumerate() {
+                        if self.take_verdict(
+                            st,
+                            slot,
+                            verdict,
+                            to_keep,
+                            entry.as_deref_mut(),
+                            &mut tally,
+                            &mut feasible,
+                            want,
+                            &mut out,
+                        ) {
                             processed = pos + off + 1;
                             break 'waves;
                         }
-                        Some(r) => out.failures.push((slot, r)),
+                    }
+                } else {
+                    // A small wave in place: no list of verdicts in between.
+                    for p in pos..pos + wave {
+                        let kept = entry
+                            .as_deref()
+                            .filter(|_| reuse_filters)
+                            .map(|e| (e, prefix));
+                        let (slot, verdict, to_keep) =
+                            self.verdict_at(order, start, p, profile, st, kept);
+                        if self.take_verdict(
+                            st,
+                            slot,
+                            verdict,
+                            to_keep,
+                            entry.as_deref_mut(),
+                            &mut tally,
+                            &mut feasible,
+                            want,
+                            &mut out,
+                        ) {
+                            processed = p + 1;
+                            break 'waves;
+                        }
                     }
                 }
                 pos += wave;

@@ -20,6 +20,8 @@
 //! nodes missing a required key are ignored (score 0); NormalizeScore maps
 //! `100 × (max + min − s) / max`.
 
+use std::sync::Arc;
+
 use ahash::AHashMap;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -29,7 +31,7 @@ use super::taint::Effect;
 use super::taint_toleration::TaintState;
 use crate::args::{self, get};
 use crate::selector::{label_value, LabelSelectorSpec, SelOp, Selector};
-use crate::snapshot::counts::PodPredicate;
+use crate::snapshot::counts::{DomainSummary, PodPredicate};
 use crate::snapshot::{PodRecord, Snapshot};
 
 pub const NAME: &str = "PodTopologySpread";
@@ -308,31 +310,40 @@ fn has_all_keys(snap: &Snapshot, constraints: &[Constraint], slot: u32) -> bool 
     constraints.iter().all(|c| snap.label(slot, c.key) != 0)
 }
 
-/// Matching pods per topology domain, as a dense array over value ids (one attempt's
-/// worth; hashing thousands of hostname domains per attempt was the hot spot). A count
-/// may go below zero: upstream's RemovePod takes away pods its PreFilter never counted
-/// (see [`remove_uncounted`]).
+/// Matching pods per topology domain, as a dense array over value ids (hashing
+/// thousands of hostname domains per attempt was the hot spot), shared with the count
+/// cache's domain view it came from (see `snapshot::counts`) until changed here. A
+/// count may go below zero: upstream's RemovePod takes away pods its PreFilter never
+/// counted (see [`remove_uncounted`]).
 #[derive(Clone, Debug, Default)]
 pub struct DomainCounts {
-    /// `counts[value id]`, [`NO_DOMAIN`] where the domain does not exist.
-    counts: Vec<i64>,
+    /// `counts[value id]`, [`NO_DOMAIN`] where the domain does not exist (or beyond).
+    counts: Arc<Vec<i64>>,
     domains: usize,
 }
 
 /// The count of a domain that does not exist.
-const NO_DOMAIN: i64 = i64::MIN;
+pub const NO_DOMAIN: i64 = i64::MIN;
 
 impl DomainCounts {
     fn new(ids: usize) -> Self {
         DomainCounts {
-            counts: vec![NO_DOMAIN; ids],
+            counts: Arc::new(vec![NO_DOMAIN; ids]),
             domains: 0,
         }
     }
 
+    fn shared(counts: Arc<Vec<i64>>, domains: usize) -> Self {
+        DomainCounts { counts, domains }
+    }
+
     #[inline]
     fn add(&mut self, v: u32, n: i64) {
-        let c = &mut self.counts[v as usize];
+        let counts = Arc::make_mut(&mut self.counts);
+        if v as usize >= counts.len() {
+            counts.resize(v as usize + 1, NO_DOMAIN);
+        }
+        let c = &mut counts[v as usize];
         if *c == NO_DOMAIN {
             *c = 0;
             self.domains += 1;
@@ -356,11 +367,21 @@ impl DomainCounts {
         self.domains == 0
     }
 
+    /// Every existing domain's value id and count, in value id order (for tests).
+    pub fn domains(&self) -> Vec<(u32, i64)> {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c != NO_DOMAIN)
+            .map(|(v, &c)| (v as u32, c))
+            .collect()
+    }
+
     /// The smallest and second smallest counts over the domains (equal when two
     /// domains share the minimum), `None` for what does not exist.
     fn two_smallest(&self) -> (Option<i64>, Option<i64>) {
         let (mut first, mut second) = (i64::MAX, i64::MAX);
-        for &c in &self.counts {
+        for &c in self.counts.iter() {
             if c == NO_DOMAIN {
                 continue;
             }
@@ -419,11 +440,32 @@ pub struct SpreadFilterState {
     pub self_match: Vec<i64>,
 }
 
+/// Whether constraint `c`'s node inclusion policies include every node for the pod
+/// (nodeAffinityPolicy Honor with no required node affinity or selector, and
+/// nodeTaintsPolicy Ignore): its domains are then the same for every such pod, which
+/// the count cache's domain views keep (see `snapshot::counts`).
+pub fn includes_every_node(c: &Constraint, affinity: &RequiredNodeAffinity) -> bool {
+    (!c.affinity_honor || affinity.is_empty()) && !c.taints_honor
+}
+
+/// The sorted distinct topology keys of `constraints`: a node counts in any of their
+/// domains only when it carries all of them.
+pub fn required_keys(constraints: &[Constraint]) -> Vec<u32> {
+    let mut keys: Vec<u32> = constraints.iter().map(|c| c.key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// PreFilter. `views` are the constraints' per-domain counts kept by the count cache
+/// (one per constraint, when every constraint can use one); without them the counts
+/// are summed over `nodes`, with the same result.
 #[allow(clippy::too_many_arguments)]
 pub fn prefilter(
     snap: &Snapshot,
     constraints: Vec<Constraint>,
     entries: &[Option<usize>],
+    views: Option<Vec<DomainSummary>>,
     pod_labels: &[(u32, u32)],
     affinity: &RequiredNodeAffinity,
     taints: &TaintState,
@@ -431,6 +473,40 @@ pub fn prefilter(
 ) -> SpreadFilterState {
     if constraints.is_empty() {
         return SpreadFilterState::default();
+    }
+    let self_match = constraints
+        .iter()
+        .map(|c| i64::from(c.selector.matches(pod_labels)))
+        .collect();
+    let minimum = |c: &Constraint, domains: usize, first: Option<i64>| {
+        if (domains as i64) < c.min_domains {
+            0
+        } else {
+            first.unwrap_or(i32::MAX as i64)
+        }
+    };
+    if let Some(views) = views {
+        debug_assert_eq!(views.len(), constraints.len());
+        let min_match = constraints
+            .iter()
+            .zip(&views)
+            .map(|(c, v)| minimum(c, v.domains, v.first))
+            .collect();
+        let second_match = views
+            .iter()
+            .map(|v| v.second.unwrap_or(i32::MAX as i64))
+            .collect();
+        let domain_counts = views
+            .into_iter()
+            .map(|v| DomainCounts::shared(v.counts, v.domains))
+            .collect();
+        return SpreadFilterState {
+            constraints,
+            domain_counts,
+            min_match,
+            second_match,
+            self_match,
+        };
     }
     let ids = snap.interner.len();
     let mut domain_counts: Vec<DomainCounts> =
@@ -452,7 +528,7 @@ pub fn prefilter(
             .collect();
         let always_included: Vec<bool> = constraints
             .iter()
-            .map(|c| (!c.affinity_honor || affinity.is_empty()) && !c.taints_honor)
+            .map(|c| includes_every_node(c, affinity))
             .collect();
         for &slot in nodes {
             let s = slot as usize;
@@ -472,17 +548,9 @@ pub fn prefilter(
     let mut second_match = Vec::with_capacity(constraints.len());
     for (c, dc) in constraints.iter().zip(&domain_counts) {
         let (first, second) = dc.two_smallest();
-        min_match.push(if (dc.len() as i64) < c.min_domains {
-            0
-        } else {
-            first.unwrap_or(i32::MAX as i64)
-        });
+        min_match.push(minimum(c, dc.len(), first));
         second_match.push(second.unwrap_or(i32::MAX as i64));
     }
-    let self_match = constraints
-        .iter()
-        .map(|c| i64::from(c.selector.matches(pod_labels)))
-        .collect();
     SpreadFilterState {
         constraints,
         domain_counts,
