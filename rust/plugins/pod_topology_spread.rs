@@ -438,6 +438,33 @@ pub struct SpreadFilterState {
     pub second_match: Vec<i64>,
     /// Per constraint: whether the incoming pod matches its own selector.
     pub self_match: Vec<i64>,
+    /// Per constraint, what [`filter`] reads on every node: the label column of its
+    /// key (when the key had one at PreFilter) and the largest count its domain may
+    /// hold, `maxSkew + min_match - self_match`.
+    checks: Vec<Check>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Check {
+    key: u32,
+    col: Option<usize>,
+    most: i64,
+}
+
+impl SpreadFilterState {
+    /// Derive [`Check`]s from the constraints and minima (after either changes).
+    fn refresh_checks(&mut self, snap: &Snapshot) {
+        self.checks = self
+            .constraints
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Check {
+                key: c.key,
+                col: snap.label_index.get(&c.key).copied(),
+                most: c.max_skew + self.min_match[i] - self.self_match[i],
+            })
+            .collect();
+    }
 }
 
 /// Whether constraint `c`'s node inclusion policies include every node for the pod
@@ -500,13 +527,16 @@ pub fn prefilter(
             .into_iter()
             .map(|v| DomainCounts::shared(v.counts, v.domains))
             .collect();
-        return SpreadFilterState {
+        let mut st = SpreadFilterState {
             constraints,
             domain_counts,
             min_match,
             second_match,
             self_match,
+            checks: Vec::new(),
         };
+        st.refresh_checks(snap);
+        return st;
     }
     let ids = snap.interner.len();
     let mut domain_counts: Vec<DomainCounts> =
@@ -551,13 +581,16 @@ pub fn prefilter(
         min_match.push(minimum(c, dc.len(), first));
         second_match.push(second.unwrap_or(i32::MAX as i64));
     }
-    SpreadFilterState {
+    let mut st = SpreadFilterState {
         constraints,
         domain_counts,
         min_match,
         second_match,
         self_match,
-    }
+        checks: Vec::new(),
+    };
+    st.refresh_checks(snap);
+    st
 }
 
 /// Upstream's RemovePod (`updateWithPod` with delta -1) for pods taken off `slot` that
@@ -611,18 +644,26 @@ pub fn remove_uncounted<'a>(
         };
         st.second_match[i] = second.unwrap_or(i32::MAX as i64);
     }
+    if changed.iter().any(|&c| c) {
+        st.refresh_checks(snap);
+    }
 }
 
-/// Filter: 0 = missing topology label (unresolvable), 1 = skew exceeded.
-#[inline]
+/// Filter: 0 = missing topology label (unresolvable), 1 = skew exceeded
+/// (`count + selfMatch - minMatch > maxSkew`, read as `count > maxSkew + minMatch -
+/// selfMatch`). Called on most nodes of an attempt: one column read and one count
+/// read per constraint.
+#[inline(always)]
 pub fn filter(snap: &Snapshot, st: &SpreadFilterState, slot: u32) -> Option<u64> {
-    for (i, c) in st.constraints.iter().enumerate() {
-        let v = snap.label(slot, c.key);
+    for (check, counts) in st.checks.iter().zip(&st.domain_counts) {
+        let v = match check.col {
+            Some(col) => snap.label_cols[col][slot as usize],
+            None => snap.label(slot, check.key),
+        };
         if v == 0 {
             return Some(0);
         }
-        let matched = st.domain_counts[i].get(v);
-        if matched + st.self_match[i] - st.min_match[i] > c.max_skew {
+        if counts.get(v) > check.most {
             return Some(1);
         }
     }
