@@ -51,7 +51,7 @@ use crate::reuse::{self, Entry, SCORED};
 use crate::sample::num_feasible_nodes_to_find;
 use crate::selector::intern_labels;
 use crate::snapshot::anti::TermKind;
-use crate::snapshot::counts::PodPredicate;
+use crate::snapshot::counts::{DomainSummary, PodPredicate};
 use crate::snapshot::PodRecord;
 use crate::snapshot::Snapshot;
 use crate::volume::PreFilterReject;
@@ -470,7 +470,40 @@ impl Snapshot {
                 .map(|(_, t)| self.count_entry(PodPredicate::AllTerms(vec![t.clone()])))
                 .collect();
             self.ensure_order();
-            st.ipa = self.ipa_prefilter(terms, namespace, &labels, affinity_entry, &anti_entries);
+            // The count cache's domain views by each term's key, when the terms' keys
+            // are distinct (each key's counts are then one view's, not a sum of them).
+            let distinct = |ts: &[ipa::AffinityTerm]| {
+                ts.iter()
+                    .enumerate()
+                    .all(|(i, t)| ts[..i].iter().all(|u| u.topology_key != t.topology_key))
+            };
+            let affinity_views = match affinity_entry {
+                Some(e) if self.domain_views && distinct(&terms.affinity_required) => Some(
+                    terms
+                        .affinity_required
+                        .iter()
+                        .map(|t| self.domain_view(e, t.topology_key, &[t.topology_key]))
+                        .collect::<Vec<_>>(),
+                ),
+                _ => None,
+            };
+            let anti_views = (self.domain_views && distinct(&terms.anti_required)).then(|| {
+                terms
+                    .anti_required
+                    .iter()
+                    .zip(&anti_entries)
+                    .map(|(t, &e)| self.domain_view(e, t.topology_key, &[t.topology_key]))
+                    .collect::<Vec<_>>()
+            });
+            st.ipa = self.ipa_prefilter(
+                terms,
+                namespace,
+                &labels,
+                affinity_entry,
+                &anti_entries,
+                affinity_views,
+                anti_views,
+            );
         }
         st.labels = labels;
         self.volume_prefilter(pod, profile, &mut st);
@@ -760,6 +793,8 @@ impl Snapshot {
         labels: &[(u32, u32)],
         affinity_entry: Option<usize>,
         anti_entries: &[usize],
+        affinity_views: Option<Vec<DomainSummary>>,
+        anti_views: Option<Vec<DomainSummary>>,
     ) -> IpaFilterState {
         let mut st = IpaFilterState {
             active: !terms.affinity_required.is_empty()
@@ -785,8 +820,13 @@ impl Snapshot {
                 );
             }
         }
-        // Matching pods per node come from the count cache; only nodes are walked here.
-        if let Some(e) = affinity_entry {
+        // Matching pods per node come from the count cache: its domain views, or a walk
+        // over the nodes.
+        if let Some(views) = affinity_views {
+            for (t, v) in terms.affinity_required.iter().zip(views) {
+                st.affinity_counts.set_view(t.topology_key, v);
+            }
+        } else if let Some(e) = affinity_entry {
             let counts = self.count_cache.counts(e);
             for &slot in &self.order {
                 let c = counts[slot as usize];
@@ -803,18 +843,27 @@ impl Snapshot {
                 }
             }
         }
-        for (t, &e) in terms.anti_required.iter().zip(anti_entries) {
-            let counts = self.count_cache.counts(e);
-            for &slot in &self.order {
-                let c = counts[slot as usize];
-                if c > 0 {
-                    let v = self.label(slot, t.topology_key);
-                    add_count(
-                        &mut st.anti_affinity_counts,
-                        t.topology_key,
-                        (v != 0).then_some(v),
-                        c,
-                    );
+        match anti_views {
+            Some(views) => {
+                for (t, v) in terms.anti_required.iter().zip(views) {
+                    st.anti_affinity_counts.set_view(t.topology_key, v);
+                }
+            }
+            None => {
+                for (t, &e) in terms.anti_required.iter().zip(anti_entries) {
+                    let counts = self.count_cache.counts(e);
+                    for &slot in &self.order {
+                        let c = counts[slot as usize];
+                        if c > 0 {
+                            let v = self.label(slot, t.topology_key);
+                            add_count(
+                                &mut st.anti_affinity_counts,
+                                t.topology_key,
+                                (v != 0).then_some(v),
+                                c,
+                            );
+                        }
+                    }
                 }
             }
         }

@@ -30,6 +30,8 @@
 //! with (preemption's dry run reads them later). Only constraints whose node inclusion
 //! policies include every node for the pod use views (see `pod_topology_spread`); the
 //! switch `Snapshot.set_domain_views(False)` turns them off, for tests that compare.
+//! InterPodAffinity's PreFilter reads the same views for the incoming pod's required
+//! terms (by each term's topology key, a node counting when it carries that key).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -100,6 +102,8 @@ pub struct DomainView {
 pub struct DomainSummary {
     pub counts: Arc<Vec<i64>>,
     pub domains: usize,
+    /// Domains whose count is 0.
+    pub zero_domains: usize,
     /// The smallest count and the second smallest (the smallest again when two domains
     /// share it), `None` for what does not exist.
     pub first: Option<i64>,
@@ -177,6 +181,7 @@ impl DomainView {
         DomainSummary {
             counts: Arc::clone(&self.counts),
             domains: self.domains,
+            zero_domains: self.sorted.get(&0).map_or(0, |&n| n as usize),
             first,
             second,
         }
