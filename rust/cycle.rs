@@ -495,6 +495,40 @@ impl Snapshot {
                     .map(|(t, &e)| self.domain_view(e, t.topology_key, &[t.topology_key]))
                     .collect::<Vec<_>>()
             });
+            // The existing pods' required anti-affinity groups matching the pod, by
+            // their kept domains when the groups' keys are distinct.
+            let existing_views = if self.domain_views {
+                let own: Vec<(u32, u32)> = self.namespace_labels(namespace).unwrap_or(&[]).to_vec();
+                let matching: Vec<usize> = self
+                    .anti_index
+                    .groups
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, g)| {
+                        g.kind == TermKind::RequiredAnti
+                            && g.total != 0
+                            && g.term.matches(namespace, Some(&own), &labels)
+                    })
+                    .map(|(i, _)| i)
+                    .collect();
+                let key = |gi: usize| self.anti_index.groups[gi].term.topology_key;
+                let distinct = matching
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &g)| matching[..i].iter().all(|&h| key(h) != key(g)));
+                distinct.then(|| {
+                    matching
+                        .iter()
+                        .map(|&gi| {
+                            let k = self.anti_index.groups[gi].term.topology_key;
+                            let (counts, nonzero) = self.group_domains(gi);
+                            (k, counts, nonzero)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            } else {
+                None
+            };
             st.ipa = self.ipa_prefilter(
                 terms,
                 namespace,
@@ -503,6 +537,7 @@ impl Snapshot {
                 &anti_entries,
                 affinity_views,
                 anti_views,
+                existing_views,
             );
         }
         st.labels = labels;
@@ -786,6 +821,7 @@ impl Snapshot {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn ipa_prefilter(
         &self,
         terms: CompiledAffinity,
@@ -795,7 +831,9 @@ impl Snapshot {
         anti_entries: &[usize],
         affinity_views: Option<Vec<DomainSummary>>,
         anti_views: Option<Vec<DomainSummary>>,
+        existing_views: Option<Vec<(u32, Arc<Vec<i64>>, usize)>>,
     ) -> IpaFilterState {
+        let walk_existing = existing_views.is_none();
         let mut st = IpaFilterState {
             active: !terms.affinity_required.is_empty()
                 || !terms.anti_required.is_empty()
@@ -803,8 +841,14 @@ impl Snapshot {
             ..IpaFilterState::default()
         };
         let own_ns_labels: &[(u32, u32)] = self.namespace_labels(ns).unwrap_or(&[]);
+        if let Some(existing) = existing_views {
+            for (key, counts, nonzero) in existing {
+                st.existing_anti_affinity_counts
+                    .set_shared(key, counts, nonzero);
+            }
+        }
         for g in self.anti_index.of(TermKind::RequiredAnti) {
-            if !g.term.matches(ns, Some(own_ns_labels), labels) {
+            if !walk_existing || !g.term.matches(ns, Some(own_ns_labels), labels) {
                 continue;
             }
             for (&slot, &c) in &g.per_slot {

@@ -330,8 +330,15 @@ impl IpaArgs {
 /// is no domain holds [`NO_DOMAIN`]: read as 0.
 #[derive(Clone, Debug, Default)]
 pub struct TopologyCounts {
-    keys: Vec<(u32, Arc<Vec<i64>>)>,
+    keys: Vec<(u32, Vals)>,
     nonzero: usize,
+}
+
+/// One key's counts: built here, or a domain view's (copied on the first change).
+#[derive(Clone, Debug)]
+enum Vals {
+    Own(Vec<i64>),
+    Shared(Arc<Vec<i64>>),
 }
 
 impl TopologyCounts {
@@ -339,6 +346,10 @@ impl TopologyCounts {
     pub fn get(&self, key: u32, value: u32) -> i64 {
         for (k, vals) in &self.keys {
             if *k == key {
+                let vals = match vals {
+                    Vals::Own(v) => v.as_slice(),
+                    Vals::Shared(v) => v.as_slice(),
+                };
                 return match vals.get(value as usize) {
                     Some(&c) if c != NO_DOMAIN => c,
                     _ => 0,
@@ -354,20 +365,32 @@ impl TopologyCounts {
 
     /// Take key `key`'s counts from a domain view (the key must not be here yet).
     pub fn set_view(&mut self, key: u32, view: DomainSummary) {
+        self.set_shared(key, view.counts, view.domains - view.zero_domains);
+    }
+
+    /// Take key `key`'s counts, `nonzero` of them other than 0, shared (the key must
+    /// not be here yet).
+    pub fn set_shared(&mut self, key: u32, counts: Arc<Vec<i64>>, nonzero: usize) {
         debug_assert!(self.keys.iter().all(|(k, _)| *k != key));
-        self.nonzero += view.domains - view.zero_domains;
-        self.keys.push((key, view.counts));
+        self.nonzero += nonzero;
+        self.keys.push((key, Vals::Shared(counts)));
     }
 
     fn add(&mut self, key: u32, value: u32, delta: i64) {
         let i = match self.keys.iter().position(|(k, _)| *k == key) {
             Some(i) => i,
             None => {
-                self.keys.push((key, Arc::new(Vec::new())));
+                self.keys.push((key, Vals::Own(Vec::new())));
                 self.keys.len() - 1
             }
         };
-        let vals = Arc::make_mut(&mut self.keys[i].1);
+        let slot = &mut self.keys[i].1;
+        if let Vals::Shared(v) = slot {
+            *slot = Vals::Own(v.as_ref().clone());
+        }
+        let Vals::Own(vals) = slot else {
+            unreachable!("made owned above")
+        };
         if vals.len() <= value as usize {
             vals.resize(value as usize + 1, 0);
         }

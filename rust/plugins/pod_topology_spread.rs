@@ -326,13 +326,6 @@ pub struct DomainCounts {
 pub const NO_DOMAIN: i64 = i64::MIN;
 
 impl DomainCounts {
-    fn new(ids: usize) -> Self {
-        DomainCounts {
-            counts: Arc::new(vec![NO_DOMAIN; ids]),
-            domains: 0,
-        }
-    }
-
     fn shared(counts: Arc<Vec<i64>>, domains: usize) -> Self {
         DomainCounts { counts, domains }
     }
@@ -539,8 +532,11 @@ pub fn prefilter(
         return st;
     }
     let ids = snap.interner.len();
-    let mut domain_counts: Vec<DomainCounts> =
-        constraints.iter().map(|_| DomainCounts::new(ids)).collect();
+    // Plain vectors while summing (no copy-on-write check per node), shared after.
+    let mut sums: Vec<(Vec<i64>, usize)> = constraints
+        .iter()
+        .map(|_| (vec![NO_DOMAIN; ids], 0))
+        .collect();
     let cols: Vec<Option<usize>> = constraints
         .iter()
         .map(|c| snap.label_index.get(&c.key).copied())
@@ -570,10 +566,20 @@ pub fn prefilter(
                     continue;
                 }
                 let n = count_slices[i].map_or(0, |counts| counts[s]);
-                domain_counts[i].add(col_slices[i][s], n);
+                let (counts, domains) = &mut sums[i];
+                let c = &mut counts[col_slices[i][s] as usize];
+                if *c == NO_DOMAIN {
+                    *c = 0;
+                    *domains += 1;
+                }
+                *c += n;
             }
         }
     }
+    let domain_counts: Vec<DomainCounts> = sums
+        .into_iter()
+        .map(|(counts, domains)| DomainCounts::shared(Arc::new(counts), domains))
+        .collect();
     let mut min_match = Vec::with_capacity(constraints.len());
     let mut second_match = Vec::with_capacity(constraints.len());
     for (c, dc) in constraints.iter().zip(&domain_counts) {

@@ -300,6 +300,7 @@ impl Snapshot {
     /// Take node `slot` into the domain views (`sign` 1, after its labels are set) or
     /// out of them (-1, before its labels are cleared).
     pub(crate) fn views_node(&mut self, slot: u32, sign: i32) {
+        self.anti_domains_node(slot, sign as i64);
         if self.count_cache.entries.iter().all(|e| e.views.is_empty()) {
             return;
         }
@@ -377,6 +378,7 @@ impl Snapshot {
 
     /// Drop every domain view (the switch turned off, or a test's reset).
     pub fn clear_domain_views(&mut self) {
+        self.clear_anti_domains();
         for e in &mut self.count_cache.entries {
             e.views.clear();
         }
