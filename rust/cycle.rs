@@ -4,8 +4,9 @@
 //! The attempt behaves as if nodes were examined one by one in the snapshot's
 //! zone-interleaved order, starting where the previous attempt stopped, until
 //! `numFeasibleNodesToFind` feasible nodes are found: nodes are filtered in waves (in
-//! parallel when a wave is large), and the first feasible nodes in order are kept, so the
-//! result does not depend on thread timing. The start index then advances by the number
+//! parallel only when a wave is very large, [`PARALLEL_MIN_WAVE`]: a node's Filters cost
+//! less than handing work to other threads on a small machine), and the first feasible
+//! nodes in order are kept, so the result does not depend on thread timing. The start index then advances by the number
 //! of nodes examined, as upstream's `nextStartNodeIndex` does. Ties on the best total
 //! score are broken uniformly at random.
 //!

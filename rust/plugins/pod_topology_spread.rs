@@ -15,6 +15,15 @@
 //! `count(domain) + selfMatch - globalMin > maxSkew` (Unschedulable); the global minimum is
 //! 0 when fewer than minDomains domains exist.
 //!
+//! The per-domain counts, domains and two smallest counts come from the count cache's
+//! domain views (`snapshot::counts`), kept up to date as pods and nodes change, when
+//! every constraint has a selector and includes every node for the pod
+//! ([`includes_every_node`]: no required node affinity or selector under
+//! nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore); otherwise PreFilter sums them
+//! over the nodes. Either way they are the same. Filter, called on most nodes of an
+//! attempt, reads per constraint one label column and one count against a threshold
+//! fixed at PreFilter (`count > maxSkew + minMatch − selfMatch`).
+//!
 //! Score: per constraint, `count × log(domains + 2) + (maxSkew − 1)` summed and rounded,
 //! where counts cover the domains of the feasible nodes (hostname: the node's own pods);
 //! nodes missing a required key are ignored (score 0); NormalizeScore maps

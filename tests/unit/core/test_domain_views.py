@@ -1,12 +1,14 @@
-"""PodTopologySpread's kept per-domain counts (``rust/snapshot/counts.rs`` domain views)
-give the PreFilter state a walk over every node gives.
+"""The kept per-domain counts (``rust/snapshot/counts.rs`` domain views, the anti-affinity
+groups' domains in ``rust/snapshot/anti.rs``) give the PreFilter state a walk over every
+node gives, for PodTopologySpread and InterPodAffinity.
 
 Every case runs the same operations on two snapshots with the same seed, one keeping the
 per-domain counts up to date between attempts (the default) and one summing them over
 the nodes in each attempt (``set_domain_views(False)``), and compares after every step
 the PreFilter state itself (``spread_domains``: each constraint's minimum, second
 smallest count and every domain's count) and every attempt in full (chosen node, nodes
-evaluated and feasible, statuses and reasons, scores, plugin evaluations). Each case
+evaluated and feasible, statuses and reasons, scores, plugin evaluations), which shows
+InterPodAffinity's counts through its three rejection reasons. Each case
 changes an input of the counts between two attempts of pods alike: a pod counted or
 taken off, a terminating pod, a node added, relabeled (gaining or losing a key) or
 removed, a slot reused, a namespace change, nominated pods, preemption's dry run;
@@ -81,6 +83,37 @@ IN_ZONE_A = {
         }
     }
 }
+
+
+def _term(key: str, app: str = "web", **extra: Any) -> dict[str, Any]:
+    return {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key, **extra}
+
+
+def _required(kind: str, *terms: dict[str, Any]) -> dict[str, Any]:
+    return {"affinity": {kind: {"requiredDuringSchedulingIgnoredDuringExecution": list(terms)}}}
+
+
+ANTI_HOST = _required("podAntiAffinity", _term(HOST))
+ANTI_ZONE = _required("podAntiAffinity", _term(ZONE))
+ANTI_ZONE_TWICE = _required("podAntiAffinity", _term(ZONE), _term(ZONE, "db"))
+AFFINITY_ZONE = _required("podAffinity", _term(ZONE))
+AFFINITY_ZONE_AND_RACK = _required("podAffinity", _term(ZONE), _term(RACK))
+AFFINITY_ZONE_TWICE = _required("podAffinity", _term(ZONE), _term(ZONE, "web", namespaces=["other"]))
+ANTI_TEAM = _required(
+    "podAntiAffinity", _term(ZONE, namespaceSelector={"matchLabels": {"team": "x"}})
+)
+IPA_SPECS = [
+    ANTI_HOST,
+    ANTI_ZONE,
+    ANTI_ZONE_TWICE,
+    AFFINITY_ZONE,
+    AFFINITY_ZONE_AND_RACK,
+    AFFINITY_ZONE_TWICE,
+    ANTI_TEAM,
+]
+EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
+ANTI = "node(s) didn't match pod anti-affinity rules"
+AFFINITY = "node(s) didn't match pod affinity rules"
 SPECS = [ZONE_AND_HOST, ZONE_ONLY, RACK_AND_ZONE, TAINTS_HONOR, AFFINITY_IGNORE, MATCH_LABEL_KEYS]
 
 
@@ -321,8 +354,76 @@ def _batch_places_and_undoes(p: Pair) -> None:
     assert p.domains(pods[0])[1][2] == [(f"n{i}", 0) for i in range(6)]
 
 
+def _rejected(r: ScheduleResult) -> dict[str, str]:
+    return {node: reasons[0] for node, _, _, reasons in r.statuses}
+
+
+def _existing_anti_follows_pods_and_labels(p: Pair) -> None:
+    _zones(p, {"a1": "a", "a2": "a"})
+    taint = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+    p.do(lambda s: _node(s, "b1", {ZONE: "b"}, taints=taint))  # rejected before IPA
+    p.schedule(_web("warm"))  # the groups' domains exist before the changes
+    guard = _pod("guard", labels={"app": "db"}, node_name="a1", extra_spec=ANTI_ZONE)
+    p.do(lambda s: s.add_pod(guard, "a1"))
+    p.schedule(_web("warm2"))
+    r = p.schedule(_web("w1", {}))
+    assert r.node is None and _rejected(r) == {
+        "a1": EXISTING_ANTI,
+        "a2": EXISTING_ANTI,
+        "b1": "node(s) had untolerated taint(s)",
+    }
+    p.do(lambda s: _node(s, "a1", {ZONE: "b"}))  # the guard's node moves to zone b
+    r = p.schedule(_web("w2", {}))
+    assert r.node == "a2" and _rejected(r) == {}
+    r = p.schedule(_web("w3", {"nodeName": "a1"}))
+    assert _rejected(r).get("a1") == EXISTING_ANTI
+    p.do(lambda s: _node(s, "a1", {}))  # and loses the key
+    r = p.schedule(_web("w4", {"nodeName": "a1"}))
+    assert r.node == "a1"
+    p.do(lambda s: _node(s, "a1", {ZONE: "a"}))
+    r = p.schedule(_web("w5", {}))
+    assert r.node is None
+    p.do(lambda s: s.remove_pod("uid-guard"))
+    r = p.schedule(_web("w6", {}))
+    assert r.node in ("a1", "a2")
+
+
+def _incoming_terms_follow_pods_and_labels(p: Pair) -> None:
+    _zones(p, {"a1": "a", "b1": "b"})
+    anti = _web("anti", ANTI_ZONE)
+    aff = _web("aff", AFFINITY_ZONE, labels={"app": "other"})
+    p.schedule(anti)
+    p.schedule(aff)
+    p.do(lambda s: s.add_pod(_web("e1", {}, node_name="a1"), "a1"))
+    assert p.schedule(anti).node == "b1"
+    assert p.schedule(aff).node == "a1"
+    p.do(lambda s: _node(s, "a1", {ZONE: "b"}))
+    r = p.schedule(anti)
+    assert r.node is None and set(_rejected(r).values()) == {ANTI}
+    r = p.schedule(aff)
+    assert r.node is not None
+    p.do(lambda s: s.remove_pod("uid-e1"))
+    r = p.schedule(aff)
+    assert r.node is None and set(_rejected(r).values()) == {AFFINITY}
+
+
+def _namespace_selector_terms(p: Pair) -> None:
+    _zones(p, {"a1": "a", "b1": "b"})
+    p.do(lambda s: s.add_pod(_web("e1", {}, node_name="a1"), "a1"))
+    team = _web("team", ANTI_TEAM)
+    assert p.schedule(team).node is not None
+    p.do(lambda s: s.upsert_namespace("default", {"team": "x"}))
+    assert p.schedule(team).node == "b1"
+    p.do(lambda s: s.upsert_namespace("default", {"team": "y"}))
+    r = p.schedule(team)
+    assert r.node is not None and _rejected(r) == {}
+
+
 CASES = [
     Case("pods counted and taken off", _pods_counted_and_taken_off),
+    Case("existing anti-affinity follows pods and labels", _existing_anti_follows_pods_and_labels),
+    Case("incoming terms follow pods and labels", _incoming_terms_follow_pods_and_labels),
+    Case("namespace selector terms", _namespace_selector_terms),
     Case("other namespaces and labels do not count", _other_namespace_and_labels_do_not_count),
     Case("a terminating pod is not counted", _terminating_pod_is_not_counted),
     Case("a relabeled node moves its pods", _node_relabeled_moves_its_pods),
@@ -373,7 +474,7 @@ def _random_ops(seed: int) -> None:
     for step in range(300):
         op = rng.random()
         if op < 0.4:
-            spec = rng.choice(SPECS)
+            spec = rng.choice(SPECS + IPA_SPECS)
             pod = _web(
                 f"p{step}",
                 spec,
@@ -393,6 +494,7 @@ def _random_ops(seed: int) -> None:
             node = rng.choice(nodes)
             pod = _web(
                 f"x{step}",
+                rng.choice([{}, {}, ANTI_HOST, ANTI_ZONE, ANTI_TEAM, AFFINITY_ZONE]),
                 node_name=node,
                 namespace=rng.choice(["default", "default", "other"]),
                 deleting=rng.random() < 0.2,
