@@ -71,6 +71,10 @@ const PARALLEL_CHUNK: usize = 512;
 /// Smallest wave; avoids many tiny waves when few nodes are feasible.
 const MIN_WAVE: usize = 256;
 
+/// An existing pods' anti-affinity group's kept domains: `(topology key, pods per value
+/// id, values with pods)` (see `snapshot::anti`).
+type ExistingDomains = (u32, Arc<Vec<i64>>, usize);
+
 /// Upstream's `scheduler_plugin_evaluation_total` for one attempt (its
 /// `instrumented_plugins.go`): one PreFilter / PreScore evaluation per plugin called that
 /// did not return Skip, and one Filter / Score evaluation per node a plugin is called on.
@@ -832,7 +836,7 @@ impl Snapshot {
         anti_entries: &[usize],
         affinity_views: Option<Vec<DomainSummary>>,
         anti_views: Option<Vec<DomainSummary>>,
-        existing_views: Option<Vec<(u32, Arc<Vec<i64>>, usize)>>,
+        existing_views: Option<Vec<ExistingDomains>>,
     ) -> IpaFilterState {
         let walk_existing = existing_views.is_none();
         let mut st = IpaFilterState {

@@ -46,6 +46,9 @@ struct Failed {
     reasons: usize,
 }
 
+/// `spread_domains`' answer per constraint: `(min, second smallest, [(value, count)])`.
+type SpreadDomains = (i64, i64, Vec<(String, i64)>);
+
 #[pyclass(frozen, module = "ksched._core")]
 pub struct ScheduleResult {
     #[pyo3(get)]
@@ -832,11 +835,7 @@ impl Snapshot {
     /// minimum its Filter uses (0 below minDomains), the second smallest count, and
     /// every domain's matching pods `(topology value, count)` sorted by value. For tests
     /// that compare the kept domain views (`set_domain_views`) with a fresh walk.
-    fn spread_domains(
-        &mut self,
-        pod: &CompiledPod,
-        profile: &Profile,
-    ) -> Vec<(i64, i64, Vec<(String, i64)>)> {
+    fn spread_domains(&mut self, pod: &CompiledPod, profile: &Profile) -> Vec<SpreadDomains> {
         let st = self.prefilter(pod, profile);
         let sp = &st.spread;
         (0..sp.constraints.len())

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from ksched._core import CompiledPod, Profile, ScheduleResult, Snapshot
+from ksched._core import CompiledPod, ScheduleResult, Snapshot
 from ksched.api.pod import Pod
 from ksched.backend.compile import compile_pod
 from ksched.framework.profile import default_profile
@@ -98,7 +98,9 @@ ANTI_ZONE = _required("podAntiAffinity", _term(ZONE))
 ANTI_ZONE_TWICE = _required("podAntiAffinity", _term(ZONE), _term(ZONE, "db"))
 AFFINITY_ZONE = _required("podAffinity", _term(ZONE))
 AFFINITY_ZONE_AND_RACK = _required("podAffinity", _term(ZONE), _term(RACK))
-AFFINITY_ZONE_TWICE = _required("podAffinity", _term(ZONE), _term(ZONE, "web", namespaces=["other"]))
+AFFINITY_ZONE_TWICE = _required(
+    "podAffinity", _term(ZONE), _term(ZONE, "web", namespaces=["other"])
+)
 ANTI_TEAM = _required(
     "podAntiAffinity", _term(ZONE, namespaceSelector={"matchLabels": {"team": "x"}})
 )
@@ -291,9 +293,7 @@ def _inclusion_policies_walk_the_nodes(p: Pair) -> None:
     # Taints honored: zone b's only node is tainted, so zone b is no domain.
     assert p.domains(_web("t", TAINTS_HONOR)) == [(0, 2147483647, [("a", 0)])]
     # Node affinity honored (the default) with a required zone a: only zone a counts.
-    assert p.domains(_web("aff", {**ZONE_ONLY, **IN_ZONE_A})) == [
-        (0, 2147483647, [("a", 0)])
-    ]
+    assert p.domains(_web("aff", {**ZONE_ONLY, **IN_ZONE_A})) == [(0, 2147483647, [("a", 0)])]
     assert p.domains(_web("ign", AFFINITY_IGNORE)) == [(0, 1, [("a", 0), ("b", 1)])]
 
 
@@ -531,4 +531,3 @@ def _random_ops(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(8))
 def test_random_operations_give_the_same_state(seed: int) -> None:
     _random_ops(seed)
-
