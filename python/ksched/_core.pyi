@@ -567,6 +567,9 @@ class Snapshot:
     def set_result_reuse(self, enabled: bool) -> None:
         """Whether attempts reuse the per-node results of earlier attempts of pods alike
         (on by default); the results are the same either way."""
+    def set_domain_views(self, enabled: bool) -> None:
+        """Whether PodTopologySpread's PreFilter keeps per-domain counts up to date
+        between attempts (on by default); the counts are the same either way."""
     @property
     def result_reuse_keys(self) -> int:
         """How many pod signatures' per-node results are kept."""
@@ -574,6 +577,12 @@ class Snapshot:
     def clear_nominated(self, uid: str) -> bool: ...
     @property
     def num_nominated(self) -> int: ...
+    def spread_domains(
+        self, pod: CompiledPod, profile: Profile
+    ) -> list[tuple[int, int, list[tuple[str, int]]]]:
+        """PodTopologySpread's PreFilter state: per DoNotSchedule constraint, the
+        minimum its Filter uses, the second smallest count and every domain's count
+        ``(value, count)`` sorted by value."""
     def active_filters(self, pod: CompiledPod, profile: Profile) -> list[str]:
         """The Filter plugins that can reject some node for ``pod`` (the others are
         skipped for it), in profile order."""

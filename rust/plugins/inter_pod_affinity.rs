@@ -12,6 +12,10 @@
 //!   "node(s) didn't satisfy existing pods anti-affinity rules".
 //!
 //! Counts per topology pair are computed once per pod (PreFilter); Filter is a lookup.
+//! The incoming pod's required terms count the pods of the count cache's entries per
+//! node; when every term has its own topology key, each key's per-domain counts are
+//! the entry's domain view by that key (see `snapshot::counts`), shared, not summed
+//! over the nodes again.
 //!
 //! Score: for every existing pod (all of them when the incoming pod has preferred terms,
 //! otherwise only pods with affinity), the incoming pod's preferred terms that match it
@@ -24,11 +28,15 @@
 //! owner's namespace) or matches its namespaceSelector, and its labels match the term's
 //! selector (with matchLabelKeys/mismatchLabelKeys merged in).
 
+use std::sync::Arc;
+
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::args::{self, get};
+use crate::plugins::pod_topology_spread::NO_DOMAIN;
 use crate::selector::{label_value, LabelSelectorSpec, SelOp, Selector};
+use crate::snapshot::counts::DomainSummary;
 use crate::snapshot::intern::Interner;
 use crate::snapshot::PodRecord;
 
@@ -317,11 +325,20 @@ impl IpaArgs {
 
 /// `(topology key, value) → count`, as one dense array over value ids per topology key
 /// (terms use one or two keys; hashing thousands of hostname pairs per attempt was the
-/// hot spot). Entries that return to 0 are gone, as in upstream's map.
+/// hot spot). Entries that return to 0 are gone, as in upstream's map. A key's array
+/// may be a count cache domain view's (shared until changed here), where a value that
+/// is no domain holds [`NO_DOMAIN`]: read as 0.
 #[derive(Clone, Debug, Default)]
 pub struct TopologyCounts {
-    keys: Vec<(u32, Vec<i64>)>,
+    keys: Vec<(u32, Vals)>,
     nonzero: usize,
+}
+
+/// One key's counts: built here, or a domain view's (copied on the first change).
+#[derive(Clone, Debug)]
+enum Vals {
+    Own(Vec<i64>),
+    Shared(Arc<Vec<i64>>),
 }
 
 impl TopologyCounts {
@@ -329,7 +346,14 @@ impl TopologyCounts {
     pub fn get(&self, key: u32, value: u32) -> i64 {
         for (k, vals) in &self.keys {
             if *k == key {
-                return vals.get(value as usize).copied().unwrap_or(0);
+                let vals = match vals {
+                    Vals::Own(v) => v.as_slice(),
+                    Vals::Shared(v) => v.as_slice(),
+                };
+                return match vals.get(value as usize) {
+                    Some(&c) if c != NO_DOMAIN => c,
+                    _ => 0,
+                };
             }
         }
         0
@@ -339,19 +363,41 @@ impl TopologyCounts {
         self.nonzero == 0
     }
 
+    /// Take key `key`'s counts from a domain view (the key must not be here yet).
+    pub fn set_view(&mut self, key: u32, view: DomainSummary) {
+        self.set_shared(key, view.counts, view.domains - view.zero_domains);
+    }
+
+    /// Take key `key`'s counts, `nonzero` of them other than 0, shared (the key must
+    /// not be here yet).
+    pub fn set_shared(&mut self, key: u32, counts: Arc<Vec<i64>>, nonzero: usize) {
+        debug_assert!(self.keys.iter().all(|(k, _)| *k != key));
+        self.nonzero += nonzero;
+        self.keys.push((key, Vals::Shared(counts)));
+    }
+
     fn add(&mut self, key: u32, value: u32, delta: i64) {
         let i = match self.keys.iter().position(|(k, _)| *k == key) {
             Some(i) => i,
             None => {
-                self.keys.push((key, Vec::new()));
+                self.keys.push((key, Vals::Own(Vec::new())));
                 self.keys.len() - 1
             }
         };
-        let vals = &mut self.keys[i].1;
+        let slot = &mut self.keys[i].1;
+        if let Vals::Shared(v) = slot {
+            *slot = Vals::Own(v.as_ref().clone());
+        }
+        let Vals::Own(vals) = slot else {
+            unreachable!("made owned above")
+        };
         if vals.len() <= value as usize {
             vals.resize(value as usize + 1, 0);
         }
-        let before = vals[value as usize];
+        let before = match vals[value as usize] {
+            NO_DOMAIN => 0,
+            c => c,
+        };
         let after = before + delta;
         vals[value as usize] = after;
         match (before == 0, after == 0) {

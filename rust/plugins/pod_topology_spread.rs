@@ -15,10 +15,21 @@
 //! `count(domain) + selfMatch - globalMin > maxSkew` (Unschedulable); the global minimum is
 //! 0 when fewer than minDomains domains exist.
 //!
+//! The per-domain counts, domains and two smallest counts come from the count cache's
+//! domain views (`snapshot::counts`), kept up to date as pods and nodes change, when
+//! every constraint has a selector and includes every node for the pod
+//! ([`includes_every_node`]: no required node affinity or selector under
+//! nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore); otherwise PreFilter sums them
+//! over the nodes. Either way they are the same. Filter, called on most nodes of an
+//! attempt, reads per constraint one label column and one count against a threshold
+//! fixed at PreFilter (`count > maxSkew + minMatch − selfMatch`).
+//!
 //! Score: per constraint, `count × log(domains + 2) + (maxSkew − 1)` summed and rounded,
 //! where counts cover the domains of the feasible nodes (hostname: the node's own pods);
 //! nodes missing a required key are ignored (score 0); NormalizeScore maps
 //! `100 × (max + min − s) / max`.
+
+use std::sync::Arc;
 
 use ahash::AHashMap;
 use pyo3::prelude::*;
@@ -29,7 +40,7 @@ use super::taint::Effect;
 use super::taint_toleration::TaintState;
 use crate::args::{self, get};
 use crate::selector::{label_value, LabelSelectorSpec, SelOp, Selector};
-use crate::snapshot::counts::PodPredicate;
+use crate::snapshot::counts::{DomainSummary, PodPredicate};
 use crate::snapshot::{PodRecord, Snapshot};
 
 pub const NAME: &str = "PodTopologySpread";
@@ -308,31 +319,33 @@ fn has_all_keys(snap: &Snapshot, constraints: &[Constraint], slot: u32) -> bool 
     constraints.iter().all(|c| snap.label(slot, c.key) != 0)
 }
 
-/// Matching pods per topology domain, as a dense array over value ids (one attempt's
-/// worth; hashing thousands of hostname domains per attempt was the hot spot). A count
-/// may go below zero: upstream's RemovePod takes away pods its PreFilter never counted
-/// (see [`remove_uncounted`]).
+/// Matching pods per topology domain, as a dense array over value ids (hashing
+/// thousands of hostname domains per attempt was the hot spot), shared with the count
+/// cache's domain view it came from (see `snapshot::counts`) until changed here. A
+/// count may go below zero: upstream's RemovePod takes away pods its PreFilter never
+/// counted (see [`remove_uncounted`]).
 #[derive(Clone, Debug, Default)]
 pub struct DomainCounts {
-    /// `counts[value id]`, [`NO_DOMAIN`] where the domain does not exist.
-    counts: Vec<i64>,
+    /// `counts[value id]`, [`NO_DOMAIN`] where the domain does not exist (or beyond).
+    counts: Arc<Vec<i64>>,
     domains: usize,
 }
 
 /// The count of a domain that does not exist.
-const NO_DOMAIN: i64 = i64::MIN;
+pub const NO_DOMAIN: i64 = i64::MIN;
 
 impl DomainCounts {
-    fn new(ids: usize) -> Self {
-        DomainCounts {
-            counts: vec![NO_DOMAIN; ids],
-            domains: 0,
-        }
+    fn shared(counts: Arc<Vec<i64>>, domains: usize) -> Self {
+        DomainCounts { counts, domains }
     }
 
     #[inline]
     fn add(&mut self, v: u32, n: i64) {
-        let c = &mut self.counts[v as usize];
+        let counts = Arc::make_mut(&mut self.counts);
+        if v as usize >= counts.len() {
+            counts.resize(v as usize + 1, NO_DOMAIN);
+        }
+        let c = &mut counts[v as usize];
         if *c == NO_DOMAIN {
             *c = 0;
             self.domains += 1;
@@ -356,11 +369,21 @@ impl DomainCounts {
         self.domains == 0
     }
 
+    /// Every existing domain's value id and count, in value id order (for tests).
+    pub fn domains(&self) -> Vec<(u32, i64)> {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c != NO_DOMAIN)
+            .map(|(v, &c)| (v as u32, c))
+            .collect()
+    }
+
     /// The smallest and second smallest counts over the domains (equal when two
     /// domains share the minimum), `None` for what does not exist.
     fn two_smallest(&self) -> (Option<i64>, Option<i64>) {
         let (mut first, mut second) = (i64::MAX, i64::MAX);
-        for &c in &self.counts {
+        for &c in self.counts.iter() {
             if c == NO_DOMAIN {
                 continue;
             }
@@ -417,13 +440,61 @@ pub struct SpreadFilterState {
     pub second_match: Vec<i64>,
     /// Per constraint: whether the incoming pod matches its own selector.
     pub self_match: Vec<i64>,
+    /// Per constraint, what [`filter`] reads on every node: the label column of its
+    /// key (when the key had one at PreFilter) and the largest count its domain may
+    /// hold, `maxSkew + min_match - self_match`.
+    checks: Vec<Check>,
 }
 
+#[derive(Clone, Copy, Debug)]
+struct Check {
+    key: u32,
+    col: Option<usize>,
+    most: i64,
+}
+
+impl SpreadFilterState {
+    /// Derive [`Check`]s from the constraints and minima (after either changes).
+    fn refresh_checks(&mut self, snap: &Snapshot) {
+        self.checks = self
+            .constraints
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Check {
+                key: c.key,
+                col: snap.label_index.get(&c.key).copied(),
+                most: c.max_skew + self.min_match[i] - self.self_match[i],
+            })
+            .collect();
+    }
+}
+
+/// Whether constraint `c`'s node inclusion policies include every node for the pod
+/// (nodeAffinityPolicy Honor with no required node affinity or selector, and
+/// nodeTaintsPolicy Ignore): its domains are then the same for every such pod, which
+/// the count cache's domain views keep (see `snapshot::counts`).
+pub fn includes_every_node(c: &Constraint, affinity: &RequiredNodeAffinity) -> bool {
+    (!c.affinity_honor || affinity.is_empty()) && !c.taints_honor
+}
+
+/// The sorted distinct topology keys of `constraints`: a node counts in any of their
+/// domains only when it carries all of them.
+pub fn required_keys(constraints: &[Constraint]) -> Vec<u32> {
+    let mut keys: Vec<u32> = constraints.iter().map(|c| c.key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// PreFilter. `views` are the constraints' per-domain counts kept by the count cache
+/// (one per constraint, when every constraint can use one); without them the counts
+/// are summed over `nodes`, with the same result.
 #[allow(clippy::too_many_arguments)]
 pub fn prefilter(
     snap: &Snapshot,
     constraints: Vec<Constraint>,
     entries: &[Option<usize>],
+    views: Option<Vec<DomainSummary>>,
     pod_labels: &[(u32, u32)],
     affinity: &RequiredNodeAffinity,
     taints: &TaintState,
@@ -432,9 +503,49 @@ pub fn prefilter(
     if constraints.is_empty() {
         return SpreadFilterState::default();
     }
+    let self_match = constraints
+        .iter()
+        .map(|c| i64::from(c.selector.matches(pod_labels)))
+        .collect();
+    let minimum = |c: &Constraint, domains: usize, first: Option<i64>| {
+        if (domains as i64) < c.min_domains {
+            0
+        } else {
+            first.unwrap_or(i32::MAX as i64)
+        }
+    };
+    if let Some(views) = views {
+        debug_assert_eq!(views.len(), constraints.len());
+        let min_match = constraints
+            .iter()
+            .zip(&views)
+            .map(|(c, v)| minimum(c, v.domains, v.first))
+            .collect();
+        let second_match = views
+            .iter()
+            .map(|v| v.second.unwrap_or(i32::MAX as i64))
+            .collect();
+        let domain_counts = views
+            .into_iter()
+            .map(|v| DomainCounts::shared(v.counts, v.domains))
+            .collect();
+        let mut st = SpreadFilterState {
+            constraints,
+            domain_counts,
+            min_match,
+            second_match,
+            self_match,
+            checks: Vec::new(),
+        };
+        st.refresh_checks(snap);
+        return st;
+    }
     let ids = snap.interner.len();
-    let mut domain_counts: Vec<DomainCounts> =
-        constraints.iter().map(|_| DomainCounts::new(ids)).collect();
+    // Plain vectors while summing (no copy-on-write check per node), shared after.
+    let mut sums: Vec<(Vec<i64>, usize)> = constraints
+        .iter()
+        .map(|_| (vec![NO_DOMAIN; ids], 0))
+        .collect();
     let cols: Vec<Option<usize>> = constraints
         .iter()
         .map(|c| snap.label_index.get(&c.key).copied())
@@ -452,7 +563,7 @@ pub fn prefilter(
             .collect();
         let always_included: Vec<bool> = constraints
             .iter()
-            .map(|c| (!c.affinity_honor || affinity.is_empty()) && !c.taints_honor)
+            .map(|c| includes_every_node(c, affinity))
             .collect();
         for &slot in nodes {
             let s = slot as usize;
@@ -464,32 +575,37 @@ pub fn prefilter(
                     continue;
                 }
                 let n = count_slices[i].map_or(0, |counts| counts[s]);
-                domain_counts[i].add(col_slices[i][s], n);
+                let (counts, domains) = &mut sums[i];
+                let c = &mut counts[col_slices[i][s] as usize];
+                if *c == NO_DOMAIN {
+                    *c = 0;
+                    *domains += 1;
+                }
+                *c += n;
             }
         }
     }
+    let domain_counts: Vec<DomainCounts> = sums
+        .into_iter()
+        .map(|(counts, domains)| DomainCounts::shared(Arc::new(counts), domains))
+        .collect();
     let mut min_match = Vec::with_capacity(constraints.len());
     let mut second_match = Vec::with_capacity(constraints.len());
     for (c, dc) in constraints.iter().zip(&domain_counts) {
         let (first, second) = dc.two_smallest();
-        min_match.push(if (dc.len() as i64) < c.min_domains {
-            0
-        } else {
-            first.unwrap_or(i32::MAX as i64)
-        });
+        min_match.push(minimum(c, dc.len(), first));
         second_match.push(second.unwrap_or(i32::MAX as i64));
     }
-    let self_match = constraints
-        .iter()
-        .map(|c| i64::from(c.selector.matches(pod_labels)))
-        .collect();
-    SpreadFilterState {
+    let mut st = SpreadFilterState {
         constraints,
         domain_counts,
         min_match,
         second_match,
         self_match,
-    }
+        checks: Vec::new(),
+    };
+    st.refresh_checks(snap);
+    st
 }
 
 /// Upstream's RemovePod (`updateWithPod` with delta -1) for pods taken off `slot` that
@@ -543,18 +659,26 @@ pub fn remove_uncounted<'a>(
         };
         st.second_match[i] = second.unwrap_or(i32::MAX as i64);
     }
+    if changed.iter().any(|&c| c) {
+        st.refresh_checks(snap);
+    }
 }
 
-/// Filter: 0 = missing topology label (unresolvable), 1 = skew exceeded.
-#[inline]
+/// Filter: 0 = missing topology label (unresolvable), 1 = skew exceeded
+/// (`count + selfMatch - minMatch > maxSkew`, read as `count > maxSkew + minMatch -
+/// selfMatch`). Called on most nodes of an attempt: one column read and one count
+/// read per constraint.
+#[inline(always)]
 pub fn filter(snap: &Snapshot, st: &SpreadFilterState, slot: u32) -> Option<u64> {
-    for (i, c) in st.constraints.iter().enumerate() {
-        let v = snap.label(slot, c.key);
+    for (check, counts) in st.checks.iter().zip(&st.domain_counts) {
+        let v = match check.col {
+            Some(col) => snap.label_cols[col][slot as usize],
+            None => snap.label(slot, check.key),
+        };
         if v == 0 {
             return Some(0);
         }
-        let matched = st.domain_counts[i].get(v);
-        if matched + st.self_match[i] - st.min_match[i] > c.max_skew {
+        if counts.get(v) > check.most {
             return Some(1);
         }
     }

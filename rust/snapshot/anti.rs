@@ -6,6 +6,15 @@
 //! it. Replicas of a workload carry identical terms, so the snapshot groups equal terms
 //! (by kind and weight) and keeps, per group, how many pods on each node carry it: an
 //! attempt then matches each distinct term once instead of every pod's terms.
+//!
+//! A required anti-affinity group also keeps, once an attempt asked for it, its pods per
+//! domain of the term's topology key ([`GroupDomains`]): a pod of the group added or
+//! removed on a node with the key moves its domain's count, a node gaining, changing
+//! or losing the key moves all of the group's pods on it (`Snapshot::views_node`). The
+//! incoming pod's PreFilter then shares those counts (copied on write) instead of
+//! walking the group's nodes; `Snapshot.set_domain_views(False)` turns this off.
+
+use std::sync::Arc;
 
 use ahash::AHashMap;
 
@@ -30,6 +39,37 @@ pub struct AntiGroup {
     /// Node slot → pods on it carrying the term.
     pub per_slot: AHashMap<u32, i64>,
     pub total: i64,
+    /// The pods per domain of the term's key, once asked for (required anti-affinity).
+    pub domains: Option<GroupDomains>,
+}
+
+/// A group's pods per value of its term's topology key, over the nodes carrying it.
+#[derive(Debug, Clone, Default)]
+pub struct GroupDomains {
+    /// By value id (0 where none).
+    pub counts: Arc<Vec<i64>>,
+    /// Values with a count other than 0.
+    pub nonzero: usize,
+}
+
+impl GroupDomains {
+    pub(crate) fn add(&mut self, value: u32, delta: i64) {
+        if delta == 0 {
+            return;
+        }
+        let counts = Arc::make_mut(&mut self.counts);
+        if counts.len() <= value as usize {
+            counts.resize(value as usize + 1, 0);
+        }
+        let before = counts[value as usize];
+        let after = before + delta;
+        counts[value as usize] = after;
+        match (before == 0, after == 0) {
+            (true, false) => self.nonzero += 1,
+            (false, true) => self.nonzero -= 1,
+            _ => {}
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -38,8 +78,18 @@ pub struct AntiIndex {
 }
 
 impl AntiIndex {
-    /// Account one term of a pod on `slot` (`delta` 1 or -1).
-    pub fn update(&mut self, kind: TermKind, weight: i64, t: &AffinityTerm, slot: u32, delta: i64) {
+    /// Account one term of a pod on `slot` (`delta` 1 or -1); `value` is the slot's
+    /// value of the term's topology key (0: none).
+    #[allow(clippy::too_many_arguments)]
+    pub fn update(
+        &mut self,
+        kind: TermKind,
+        weight: i64,
+        t: &AffinityTerm,
+        slot: u32,
+        value: u32,
+        delta: i64,
+    ) {
         {
             let found = self
                 .groups
@@ -54,6 +104,7 @@ impl AntiIndex {
                         term: t.clone(),
                         per_slot: AHashMap::new(),
                         total: 0,
+                        domains: None,
                     });
                     self.groups.last_mut().expect("just pushed")
                 }
@@ -64,6 +115,11 @@ impl AntiIndex {
                 g.per_slot.remove(&slot);
             }
             g.total += delta;
+            if let Some(d) = g.domains.as_mut() {
+                if value != 0 {
+                    d.add(value, delta);
+                }
+            }
         }
     }
 
@@ -89,20 +145,66 @@ impl Snapshot {
         };
         let slot = rec.slot;
         for t in &aff.affinity_required {
+            let v = self.label(slot, t.topology_key);
             self.anti_index
-                .update(TermKind::RequiredAffinity, 0, t, slot, delta);
+                .update(TermKind::RequiredAffinity, 0, t, slot, v, delta);
         }
         for t in &aff.anti_required {
+            let v = self.label(slot, t.topology_key);
             self.anti_index
-                .update(TermKind::RequiredAnti, 0, t, slot, delta);
+                .update(TermKind::RequiredAnti, 0, t, slot, v, delta);
         }
         for (w, t) in &aff.affinity_preferred {
+            let v = self.label(slot, t.topology_key);
             self.anti_index
-                .update(TermKind::PreferredAffinity, *w, t, slot, delta);
+                .update(TermKind::PreferredAffinity, *w, t, slot, v, delta);
         }
         for (w, t) in &aff.anti_preferred {
+            let v = self.label(slot, t.topology_key);
             self.anti_index
-                .update(TermKind::PreferredAnti, *w, t, slot, delta);
+                .update(TermKind::PreferredAnti, *w, t, slot, v, delta);
+        }
+    }
+
+    /// Group `gi`'s pods per domain of its term's key (built on first use).
+    pub fn group_domains(&mut self, gi: usize) -> (Arc<Vec<i64>>, usize) {
+        if self.anti_index.groups[gi].domains.is_none() {
+            let g = &self.anti_index.groups[gi];
+            let mut d = GroupDomains::default();
+            for (&slot, &c) in &g.per_slot {
+                let v = self.label(slot, g.term.topology_key);
+                if v != 0 {
+                    d.add(v, c);
+                }
+            }
+            self.anti_index.groups[gi].domains = Some(d);
+        }
+        let d = self.anti_index.groups[gi]
+            .domains
+            .as_ref()
+            .expect("built above");
+        (Arc::clone(&d.counts), d.nonzero)
+    }
+
+    /// Move node `slot`'s pods of every group with domains in (`sign` 1) or out (-1).
+    pub(crate) fn anti_domains_node(&mut self, slot: u32, sign: i64) {
+        let mut groups = std::mem::take(&mut self.anti_index.groups);
+        for g in &mut groups {
+            if let Some(d) = g.domains.as_mut() {
+                let c = g.per_slot.get(&slot).copied().unwrap_or(0);
+                let v = self.label(slot, g.term.topology_key);
+                if c != 0 && v != 0 {
+                    d.add(v, sign * c);
+                }
+            }
+        }
+        self.anti_index.groups = groups;
+    }
+
+    /// Forget every group's domains.
+    pub(crate) fn clear_anti_domains(&mut self) {
+        for g in &mut self.anti_index.groups {
+            g.domains = None;
         }
     }
 }

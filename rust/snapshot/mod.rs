@@ -155,6 +155,9 @@ pub struct Snapshot {
     pub(crate) reuse: crate::reuse::ReuseCache,
     /// Whether attempts reuse per-node results at all (tests compare with and without).
     pub(crate) reuse_results: bool,
+    /// Whether PodTopologySpread's PreFilter reads the count cache's domain views (see
+    /// `counts`) instead of walking the nodes (tests compare with and without).
+    pub(crate) domain_views: bool,
     /// Preemption's per-slot memo of what the pods below some priority would free
     /// (valid while `slot_gen` stays), see `preemption`.
     pub(crate) lower_pods: Vec<crate::preemption::LowerPods>,
@@ -240,6 +243,7 @@ impl Snapshot {
             stamp_clock: 0,
             reuse: crate::reuse::ReuseCache::default(),
             reuse_results: true,
+            domain_views: true,
             lower_pods: Vec::new(),
             node_ports: Vec::new(),
             node_images: Vec::new(),
@@ -446,6 +450,8 @@ impl Snapshot {
 
     fn clear_node_fields(&mut self, slot: u32) {
         let i = slot as usize;
+        // Out of the domain views while its labels are still set.
+        self.views_node(slot, -1);
         self.touch(slot);
         for col in self.allocatable.iter_mut() {
             col[i] = 0;
@@ -520,6 +526,7 @@ impl Snapshot {
         }
         labels.sort_unstable();
         self.node_labels[i] = labels;
+        self.views_node(slot, 1);
         self.declared_features[i] = self.feature_table.set_of(&spec.declared_features);
         // Upstream addNodeImageStates: a name new to the cluster takes this node's size;
         // a known one keeps the size it has.

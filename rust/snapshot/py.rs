@@ -46,6 +46,9 @@ struct Failed {
     reasons: usize,
 }
 
+/// `spread_domains`' answer per constraint: `(min, second smallest, [(value, count)])`.
+type SpreadDomains = (i64, i64, Vec<(String, i64)>);
+
 #[pyclass(frozen, module = "ksched._core")]
 pub struct ScheduleResult {
     #[pyo3(get)]
@@ -690,6 +693,14 @@ impl Snapshot {
         self.reuse.clear();
     }
 
+    /// Whether PodTopologySpread's PreFilter keeps per-domain counts up to date between
+    /// attempts (on by default) instead of summing them over every node in each; the
+    /// counts are the same either way.
+    fn set_domain_views(&mut self, enabled: bool) {
+        self.domain_views = enabled;
+        self.clear_domain_views();
+    }
+
     /// How many pod signatures' per-node results are kept (see `set_result_reuse`).
     #[getter]
     fn result_reuse_keys(&self) -> usize {
@@ -818,6 +829,26 @@ impl Snapshot {
         Ok(self
             .filter_node(profile, &st, slot)
             .map(|r| (r.unresolvable, r.plugin.name(), self.reasons(&st, slot, &r))))
+    }
+
+    /// PodTopologySpread's PreFilter state for `pod`: per DoNotSchedule constraint, the
+    /// minimum its Filter uses (0 below minDomains), the second smallest count, and
+    /// every domain's matching pods `(topology value, count)` sorted by value. For tests
+    /// that compare the kept domain views (`set_domain_views`) with a fresh walk.
+    fn spread_domains(&mut self, pod: &CompiledPod, profile: &Profile) -> Vec<SpreadDomains> {
+        let st = self.prefilter(pod, profile);
+        let sp = &st.spread;
+        (0..sp.constraints.len())
+            .map(|i| {
+                let mut domains: Vec<(String, i64)> = sp.domain_counts[i]
+                    .domains()
+                    .into_iter()
+                    .map(|(v, c)| (self.interner.resolve(v).to_string(), c))
+                    .collect();
+                domains.sort();
+                (sp.min_match[i], sp.second_match[i], domains)
+            })
+            .collect()
     }
 
     /// The profile's Filter plugins that can reject some node for `pod`, in profile
