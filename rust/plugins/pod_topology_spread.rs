@@ -486,6 +486,9 @@ pub fn required_keys(constraints: &[Constraint]) -> Vec<u32> {
     keys
 }
 
+/// A domain set's smallest and second smallest counts (see [`DomainCounts::two_smallest`]).
+type TwoSmallest = (Option<i64>, Option<i64>);
+
 /// PreFilter. `views` are the constraints' per-domain counts kept by the count cache
 /// (one per constraint, when every constraint can use one); without them the counts
 /// are summed over `nodes`, with the same result.
@@ -507,39 +510,64 @@ pub fn prefilter(
         .iter()
         .map(|c| i64::from(c.selector.matches(pod_labels)))
         .collect();
-    let minimum = |c: &Constraint, domains: usize, first: Option<i64>| {
-        if (domains as i64) < c.min_domains {
-            0
-        } else {
-            first.unwrap_or(i32::MAX as i64)
+    // Per constraint: the domains' counts and their two smallest, kept or summed.
+    let (domain_counts, smallest): (Vec<DomainCounts>, Vec<TwoSmallest>) = match views {
+        Some(views) => {
+            debug_assert_eq!(views.len(), constraints.len());
+            views
+                .into_iter()
+                .map(|v| {
+                    (
+                        DomainCounts::shared(v.counts, v.domains),
+                        (v.first, v.second),
+                    )
+                })
+                .unzip()
+        }
+        None => {
+            let counts = summed_domain_counts(snap, &constraints, entries, affinity, taints, nodes);
+            let smallest = counts.iter().map(DomainCounts::two_smallest).collect();
+            (counts, smallest)
         }
     };
-    if let Some(views) = views {
-        debug_assert_eq!(views.len(), constraints.len());
-        let min_match = constraints
-            .iter()
-            .zip(&views)
-            .map(|(c, v)| minimum(c, v.domains, v.first))
-            .collect();
-        let second_match = views
-            .iter()
-            .map(|v| v.second.unwrap_or(i32::MAX as i64))
-            .collect();
-        let domain_counts = views
-            .into_iter()
-            .map(|v| DomainCounts::shared(v.counts, v.domains))
-            .collect();
-        let mut st = SpreadFilterState {
-            constraints,
-            domain_counts,
-            min_match,
-            second_match,
-            self_match,
-            checks: Vec::new(),
-        };
-        st.refresh_checks(snap);
-        return st;
-    }
+    let min_match = constraints
+        .iter()
+        .zip(&domain_counts)
+        .zip(&smallest)
+        .map(|((c, dc), &(first, _))| {
+            if (dc.len() as i64) < c.min_domains {
+                0
+            } else {
+                first.unwrap_or(i32::MAX as i64)
+            }
+        })
+        .collect();
+    let second_match = smallest
+        .iter()
+        .map(|&(_, second)| second.unwrap_or(i32::MAX as i64))
+        .collect();
+    let mut st = SpreadFilterState {
+        constraints,
+        domain_counts,
+        min_match,
+        second_match,
+        self_match,
+        checks: Vec::new(),
+    };
+    st.refresh_checks(snap);
+    st
+}
+
+/// The constraints' matching pods per domain, summed over `nodes` (the PreFilter's walk
+/// when the count cache keeps no domain view for them).
+fn summed_domain_counts(
+    snap: &Snapshot,
+    constraints: &[Constraint],
+    entries: &[Option<usize>],
+    affinity: &RequiredNodeAffinity,
+    taints: &TaintState,
+    nodes: &[u32],
+) -> Vec<DomainCounts> {
     let ids = snap.interner.len();
     // Plain vectors while summing (no copy-on-write check per node), shared after.
     let mut sums: Vec<(Vec<i64>, usize)> = constraints
@@ -585,27 +613,9 @@ pub fn prefilter(
             }
         }
     }
-    let domain_counts: Vec<DomainCounts> = sums
-        .into_iter()
+    sums.into_iter()
         .map(|(counts, domains)| DomainCounts::shared(Arc::new(counts), domains))
-        .collect();
-    let mut min_match = Vec::with_capacity(constraints.len());
-    let mut second_match = Vec::with_capacity(constraints.len());
-    for (c, dc) in constraints.iter().zip(&domain_counts) {
-        let (first, second) = dc.two_smallest();
-        min_match.push(minimum(c, dc.len(), first));
-        second_match.push(second.unwrap_or(i32::MAX as i64));
-    }
-    let mut st = SpreadFilterState {
-        constraints,
-        domain_counts,
-        min_match,
-        second_match,
-        self_match,
-        checks: Vec::new(),
-    };
-    st.refresh_checks(snap);
-    st
+        .collect()
 }
 
 /// Upstream's RemovePod (`updateWithPod` with delta -1) for pods taken off `slot` that
